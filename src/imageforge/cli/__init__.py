@@ -1,0 +1,1 @@
+"""The `imageforge` command: run jobs headless exactly as the add-on does, set up the server, manage models."""

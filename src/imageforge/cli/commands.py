@@ -1,0 +1,112 @@
+"""What each `imageforge` sub-command does. Errors propagate to main's boundary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+from ..client.environment import default_storage_root
+from ..client.runtime import JobCancelledError, make_runtime, run_job
+from ..client.setup import environment_ready, prepare_environment
+from ..contract import JOB_SPECS, job_spec
+from ..contract.catalog import load_catalog
+from ..contract.parameters import field_docs
+from .arguments import parse_assignments
+from .progress import ProgressPrinter
+
+__all__ = ["JobCancelledError", "jobs", "models_download", "models_list", "models_verify", "run", "setup"]
+
+
+def _storage_root(args: argparse.Namespace) -> Path:
+    return Path(args.storage_root).expanduser().resolve() if args.storage_root else default_storage_root()
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def setup(args: argparse.Namespace) -> int:
+    prepare_environment(_storage_root(args), report=_say, force=args.force)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = job_spec(args.job)
+    parameters = parse_assignments(args.parameters)
+    spec.parse(parameters)  # fail fast, before starting a server; the server validates again
+    result = _run_on_server(_storage_root(args), spec.id.value, parameters)
+    files = {name: str(result.file(name)) for name in result.value}
+    if args.output:
+        output = Path(args.output).expanduser().resolve()
+        output.mkdir(parents=True, exist_ok=True)
+        files = {name: str(Path(shutil.copy2(path, output / Path(path).name))) for name, path in files.items()}
+    print(json.dumps(files, indent=2))
+    return 0
+
+
+def _run_on_server(root: Path, job_type: str, parameters: dict):
+    if not environment_ready(root):
+        prepare_environment(root, report=_say)
+    runtime = make_runtime(root)
+    printer = ProgressPrinter()
+    interrupted = []
+
+    def on_interrupt(_signum, _frame):
+        if interrupted:
+            raise KeyboardInterrupt
+        interrupted.append(True)
+        _say("\nCancelling… (Ctrl-C again to abandon)")
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        return run_job(runtime, job_type, parameters, on_progress=printer, cancel_requested=lambda: bool(interrupted))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        printer.finish()
+        runtime.server.stop()
+
+
+def jobs(_args: argparse.Namespace) -> int:
+    for spec in JOB_SPECS.values():
+        print(f"{spec.id.value}  ({spec.label})")
+        for field in field_docs(spec.parameters):
+            default = "required" if field["required"] else f"default {json.dumps(field['default'])}"
+            print(f"    {field['name']}: {field['type']}, {default} — {field['doc']}")
+        print(f"    results: {', '.join(spec.results)}")
+    return 0
+
+
+def models_list(args: argparse.Namespace) -> int:
+    from ..server.downloads.store import model_status
+
+    root = _storage_root(args)
+    for entry in load_catalog().models:
+        size = f"{entry.declared_size / 1e6:.0f} MB" if entry.declared_size else "size unknown"
+        state = "ready" if model_status(root, entry).ready else "not downloaded"
+        marker = "*" if entry.default else " "
+        print(f"{marker} {entry.key:<26} {entry.family.value:<10} {size:>12}  {entry.license:<13} {state}")
+    return 0
+
+
+def models_download(args: argparse.Namespace) -> int:
+    load_catalog().get(args.key)  # unknown keys fail here with the list of valid ones
+    result = _run_on_server(_storage_root(args), "download-model", {"model": args.key})
+    print(result.file("manifest").read_text(encoding="utf-8"))
+    return 0
+
+
+def models_verify(args: argparse.Namespace) -> int:
+    from ..server.downloads.store import model_status
+
+    root = _storage_root(args)
+    failures = 0
+    for entry in load_catalog().models:
+        for item in model_status(root, entry, use_cache=False).files:
+            if item.state.value != "missing":
+                print(f"{item.state.value:<10} {entry.key} {item.file.path}")
+                failures += not item.ready
+    return 1 if failures else 0

@@ -1,0 +1,75 @@
+"""`imageforge` console script: argument parsing and the error boundary (one line, exit code)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+
+from ..contract import ImageForgeError, InputError
+from . import commands
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_CANCELLED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="imageforge", description="ImageForge's local AI image jobs, headless.")
+    parser.add_argument("--storage-root", help="Server folder (default: $IMAGEFORGE_STORAGE_ROOT or ~/.imageforge)")
+    parser.add_argument("--debug", action="store_true", help="Show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="Run one job on the job server and print its result as JSON")
+    run.add_argument("job", help="Job id, e.g. remove-background (see `imageforge jobs`)")
+    run.add_argument("parameters", nargs="*", metavar="key=value", help="Job parameters (values parsed as JSON)")
+    run.add_argument("--output", help="Copy the result files into this folder")
+    run.set_defaults(handler=commands.run)
+
+    jobs = sub.add_parser("jobs", help="List jobs and their parameters")
+    jobs.set_defaults(handler=commands.jobs)
+
+    setup = sub.add_parser("setup", help="Prepare the server's Python environment in the storage root")
+    setup.add_argument("--force", action="store_true", help="Rebuild even when it looks ready")
+    setup.set_defaults(handler=commands.setup)
+
+    models = sub.add_parser("models", help="List, download or verify models")
+    models_sub = models.add_subparsers(dest="models_command", required=True)
+    models_sub.add_parser("list", help="Catalog models and whether they are ready").set_defaults(
+        handler=commands.models_list
+    )
+    download = models_sub.add_parser("download", help="Download one model through the job server")
+    download.add_argument("key", help="Catalog key, e.g. BEN2_BASE")
+    download.set_defaults(handler=commands.models_download)
+    models_sub.add_parser("verify", help="Re-hash every downloaded model file").set_defaults(
+        handler=commands.models_verify
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except KeyboardInterrupt:
+        print("imageforge: cancelled", file=sys.stderr)
+        return EXIT_CANCELLED
+    except commands.JobCancelledError as error:
+        print(f"imageforge: {error}", file=sys.stderr)
+        return EXIT_CANCELLED
+    except InputError as error:
+        _report(args, error)
+        return EXIT_USAGE
+    except (ImageForgeError, RuntimeError, OSError) as error:
+        _report(args, error)
+        return EXIT_FAILED
+
+
+def _report(args: argparse.Namespace, error: BaseException) -> None:
+    if args.debug:
+        traceback.print_exception(error)
+    print(f"imageforge: {error}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""The job server's Python environment (exact pins per platform) and where its files live."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cache
+from pathlib import Path
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # src/imageforge (the extension's root when installed)
+ENVIRONMENT_FILE = Path(__file__).with_name("server_environment.json")
+SERVER_ENTRYPOINT_FILE = PACKAGE_ROOT / "server" / "__init__.py"
+STORAGE_ROOT_VARIABLE = "IMAGEFORGE_STORAGE_ROOT"
+
+
+@cache
+def server_environment() -> dict:
+    """BlendJob's environment dict: {"python": "3.12", "packages": [...], "platform_packages": {...}}."""
+    return json.loads(ENVIRONMENT_FILE.read_text(encoding="utf-8"))
+
+
+def server_entrypoint() -> str:
+    """BlendJob entrypoint string of the job server: `<file>:<attribute>`."""
+    return f"{SERVER_ENTRYPOINT_FILE}:server"
+
+
+def default_storage_root() -> Path:
+    """$IMAGEFORGE_STORAGE_ROOT, else ~/.imageforge. Holds .venv, models/, jobs/ and logs."""
+    configured = os.environ.get(STORAGE_ROOT_VARIABLE)
+    return Path(configured).expanduser().resolve() if configured else Path.home() / ".imageforge"

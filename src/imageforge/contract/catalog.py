@@ -1,0 +1,144 @@
+"""The model catalog: frozen records loaded from JSON data (built in, or IMAGEFORGE_MODEL_CATALOG).
+
+Schema and optional fields: docs/models.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError, ModelUnavailableError
+
+BUILTIN_CATALOG = Path(__file__).with_name("models.json")
+CATALOG_ENVIRONMENT_VARIABLE = "IMAGEFORGE_MODEL_CATALOG"
+
+
+class Family(StrEnum):
+    BACKGROUND = "background"
+    GEOMETRY = "geometry"
+    UPSCALE = "upscale"
+    MULTIVIEW = "multiview"
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    path: str
+    size: int | None = None
+    sha256: str | None = None
+
+    @property
+    def streamable(self) -> bool:
+        """Declared size and hash: fetched straight from the resolve URL and verified."""
+        return self.size is not None and self.sha256 is not None
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    key: str
+    family: Family
+    adapter: str
+    label: str
+    license: str
+    repository: str
+    directory: str
+    default: bool
+    files: tuple[ModelFile, ...]
+    options: dict[str, Any] = field(default_factory=dict)  # the optional fields, e.g. normalization
+
+    @property
+    def declared_size(self) -> int | None:
+        sizes = [item.size for item in self.files]
+        return None if None in sizes else sum(sizes)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    models: tuple[ModelEntry, ...]
+    source: Path
+
+    def get(self, key: str) -> ModelEntry:
+        for entry in self.models:
+            if entry.key == key:
+                return entry
+        valid = ", ".join(entry.key for entry in self.models)
+        raise ModelUnavailableError(f"Unknown model '{key}'; valid models are: {valid}.")
+
+    def default_for(self, family: Family) -> ModelEntry:
+        for entry in self.models:
+            if entry.family == family and entry.default:
+                return entry
+        for entry in self.models:
+            if entry.family == family:
+                return entry
+        raise ModelUnavailableError(f"The model catalog has no {family.value} model.")
+
+    def resolve(self, key: str | None, family: Family) -> ModelEntry:
+        """The entry for `key` (which must belong to `family`), or the family's default."""
+        if key is None:
+            return self.default_for(family)
+        entry = self.get(key)
+        if entry.family != family:
+            raise InputError(f"Model '{key}' is a {entry.family.value} model, not a {family.value} model.")
+        return entry
+
+    @property
+    def defaults(self) -> tuple[ModelEntry, ...]:
+        return tuple(entry for entry in self.models if entry.default)
+
+
+_REQUIRED = ("key", "family", "adapter", "label", "license", "repository", "directory", "files")
+
+
+def parse_catalog(data: Any, source: Path) -> Catalog:
+    if not isinstance(data, dict) or not isinstance(data.get("models"), list):
+        raise ModelUnavailableError(f"Model catalog {source} must be an object with a 'models' list.")
+    entries = []
+    keys = set()
+    for raw in data["models"]:
+        missing = [name for name in _REQUIRED if not isinstance(raw, dict) or name not in raw]
+        if missing:
+            raise ModelUnavailableError(f"Model catalog {source}: an entry lacks '{missing[0]}'.")
+        try:
+            family = Family(raw["family"])
+            files = tuple(ModelFile(str(item["path"]), item.get("size"), item.get("sha256")) for item in raw["files"])
+        except (ValueError, KeyError, TypeError) as error:
+            raise ModelUnavailableError(f"Model catalog {source}: entry {raw['key']!r} is invalid.") from error
+        if not files or raw["key"] in keys or any(_unsafe(item.path) for item in files) or _unsafe(raw["directory"]):
+            raise ModelUnavailableError(f"Model catalog {source}: entry {raw['key']!r} is invalid.")
+        keys.add(raw["key"])
+        entries.append(
+            ModelEntry(
+                key=str(raw["key"]),
+                family=family,
+                adapter=str(raw["adapter"]),
+                label=str(raw["label"]),
+                license=str(raw["license"]),
+                repository=str(raw["repository"]),
+                directory=str(raw["directory"]),
+                default=bool(raw.get("default", False)),
+                files=files,
+                options={name: value for name, value in raw.items() if name not in (*_REQUIRED, "default")},
+            )
+        )
+    return Catalog(tuple(entries), source)
+
+
+def _unsafe(relative: str) -> bool:
+    """A path that could leave the models folder: absolute, drive-qualified, or with '..'."""
+    parts = relative.replace("\\", "/").split("/")
+    return not relative or relative.startswith(("/", "\\")) or ":" in relative or ".." in parts
+
+
+def load_catalog(path: str | os.PathLike[str] | None = None) -> Catalog:
+    """Load the catalog named by `path`, else $IMAGEFORGE_MODEL_CATALOG, else the built-in one."""
+    source = Path(path or os.environ.get(CATALOG_ENVIRONMENT_VARIABLE) or BUILTIN_CATALOG)
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ModelUnavailableError(f"Cannot read the model catalog {source}: {error}.") from error
+    return parse_catalog(data, source)

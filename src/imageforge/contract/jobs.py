@@ -1,0 +1,254 @@
+"""Every job ImageForge's server runs: its id, typed parameters, stages and result files.
+
+docs/jobs.md is the prose version of this module; tests/contract keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .devices import Device
+from .parameters import Selection, param
+
+
+class JobId(StrEnum):
+    DOWNLOAD_MODEL = "download-model"
+    DOWNLOAD_REQUIRED_MODELS = "download-required-models"
+    REMOVE_BACKGROUND = "remove-background"
+    UPSCALE_IMAGE = "upscale-image"
+    REFINE_IMAGE_SELECTION = "refine-image-selection"
+    GENERATE_DEPTH_PLANE_GEOMETRY = "generate-depth-plane-geometry"
+    GENERATE_CUTOUT_ARTIFACTS = "generate-cutout-artifacts"
+    DEBUG_BEN2 = "debug-ben2"
+    DEBUG_UPSCALE = "debug-upscale"
+    DEBUG_MOGE = "debug-moge"
+    DEBUG_DA3 = "debug-da3"
+
+
+class OutputKind(StrEnum):
+    FOREGROUND = "foreground"
+    ALPHA = "alpha"
+
+
+class SequenceOutput(StrEnum):
+    VIDEO = "video"
+    PNG_SEQUENCE = "png_sequence"
+
+
+class NormalMode(StrEnum):
+    NONE = "none"
+    TANGENT = "tangent"
+    OBJECT = "object"
+
+
+MAX_INPUT_SIZE_DEFAULT = 2048
+
+# Fields shared by every inference job. Declared once; each job's dataclass lists them explicitly
+# (dataclass inheritance would put defaulted fields before required ones).
+_INPUT_DOC = "Path of a still image, a video, or a frame-sequence folder/pattern."
+_MODEL_DOC = "Catalog key of the model; null picks the family's default."
+_DEVICE_DOC = "Where the model runs; an unavailable device falls back to CPU with a warning."
+_SIZE_DOC = "Longest image edge (px) the model analyses."
+
+
+def _device() -> Device:
+    return param(Device.AUTO, doc=_DEVICE_DOC)
+
+
+def _max_input_size() -> int:
+    return param(MAX_INPUT_SIZE_DEFAULT, doc=_SIZE_DOC, minimum=1, maximum=8192)
+
+
+@dataclass(frozen=True)
+class DownloadModelParams:
+    model: str = param(doc="Catalog key of the model to download, e.g. BEN2_BASE.")
+
+
+@dataclass(frozen=True)
+class DownloadRequiredModelsParams:
+    models: list[str] | None = param(None, doc="Catalog keys; null downloads the catalog's defaults.")
+
+
+@dataclass(frozen=True)
+class RemoveBackgroundParams:
+    input: str = param(doc=_INPUT_DOC)
+    output_kind: OutputKind = param(OutputKind.FOREGROUND, doc="foreground: RGBA image; alpha: float matte.")
+    sequence_output: SequenceOutput = param(SequenceOutput.VIDEO, doc="For videos and sequences.")
+    model: str | None = param(None, doc=_MODEL_DOC)
+    device: Device = _device()
+    max_input_size: int = _max_input_size()
+
+
+@dataclass(frozen=True)
+class UpscaleImageParams:
+    input: str = param(doc=_INPUT_DOC)
+    scale: int = param(4, doc="Output scale factor.", choices=(2, 4))
+    tile_size: int = param(0, doc="Tile edge in source pixels; 0 chooses from memory.", minimum=0, maximum=4096)
+    sequence_output: SequenceOutput = param(SequenceOutput.VIDEO, doc="For videos and sequences.")
+    model: str | None = param(None, doc=_MODEL_DOC)
+    device: Device = _device()
+    max_input_size: int = _max_input_size()
+
+
+@dataclass(frozen=True)
+class RefineImageSelectionParams:
+    input: str = param(doc="Path of a still image.")
+    selection: Selection = param(doc="Region to refine, in image pixels.")
+    padding: int = param(32, doc="Context pixels added around the selection.", minimum=0, maximum=4096)
+    model: str | None = param(None, doc=_MODEL_DOC)
+    device: Device = _device()
+    max_input_size: int = _max_input_size()
+
+
+@dataclass(frozen=True)
+class DepthPlaneParams:
+    input: str = param(doc="Path of a still image.")
+    resolution_level: int = param(9, doc="MoGe-2 detail level (token budget).", minimum=0, maximum=9)
+    model: str | None = param(None, doc=_MODEL_DOC)
+    device: Device = _device()
+    max_input_size: int = _max_input_size()
+
+
+@dataclass(frozen=True)
+class CutoutParams:
+    input: str = param(doc="Path of a still image.")
+    selection: Selection | None = param(None, doc="Region to cut out; null cuts out the whole image.")
+    refine: bool = param(False, doc="Refine the selection with the background model first.")
+    generate_depth: bool = param(False, doc="Also write depth for a displaced cutout.")
+    normal_mode: NormalMode = param(NormalMode.NONE, doc="Normal map to write, if any.")
+    resolution_level: int = param(9, doc="MoGe-2 detail level.", minimum=0, maximum=9)
+    geometry_model: str | None = param(None, doc="Catalog key of the geometry model; null: default.")
+    background_model: str | None = param(None, doc="Catalog key of the background model; null: default.")
+    device: Device = _device()
+    max_input_size: int = _max_input_size()
+
+
+@dataclass(frozen=True)
+class DebugParams:
+    input: str = param(doc="Path of a still image (or a frame folder for debug-da3).")
+    model: str | None = param(None, doc=_MODEL_DOC)
+    device: Device = _device()
+    max_input_size: int = _max_input_size()
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What a job takes, how it progresses, and which files it returns."""
+
+    id: JobId
+    label: str
+    parameters: type
+    stages: tuple[str, ...]
+    results: dict[str, str]  # result key -> description of the file it names
+
+    def parse(self, raw: object):  # -> instance of self.parameters
+        from .parameters import parse_parameters
+
+        return parse_parameters(self.parameters, raw)
+
+
+_IMAGE_STAGES = ("Preparing model", "Reading input", "Running model", "Writing result")
+
+JOB_SPECS: dict[JobId, JobSpec] = {
+    spec.id: spec
+    for spec in (
+        JobSpec(
+            JobId.DOWNLOAD_MODEL,
+            "Download Model",
+            DownloadModelParams,
+            ("Checking files", "Downloading", "Verifying"),
+            {"manifest": "JSON: model key, files, and per file `downloaded` or `ready`."},
+        ),
+        JobSpec(
+            JobId.DOWNLOAD_REQUIRED_MODELS,
+            "Download Required Models",
+            DownloadRequiredModelsParams,
+            ("Checking files", "Downloading", "Verifying"),
+            {"manifest": "JSON: for each model key, its files and per file `downloaded` or `ready`."},
+        ),
+        JobSpec(
+            JobId.REMOVE_BACKGROUND,
+            "Remove Background",
+            RemoveBackgroundParams,
+            _IMAGE_STAGES,
+            {
+                "foreground": "RGBA PNG at the input size (16-bit input stays 16-bit); or a video/PNG sequence.",
+                "alpha": "Float32 single-channel EXR matte at the input size (output_kind=alpha).",
+            },
+        ),
+        JobSpec(
+            JobId.UPSCALE_IMAGE,
+            "Upscale Image",
+            UpscaleImageParams,
+            _IMAGE_STAGES,
+            {"upscale": "PNG at scale × the input size, alpha kept; or a video/PNG sequence."},
+        ),
+        JobSpec(
+            JobId.REFINE_IMAGE_SELECTION,
+            "Refine Selection",
+            RefineImageSelectionParams,
+            _IMAGE_STAGES,
+            {
+                "alpha": "Single-channel 16-bit PNG matte at the input size.",
+                "cutout": "RGBA PNG at the input size with the refined alpha.",
+            },
+        ),
+        JobSpec(
+            JobId.GENERATE_DEPTH_PLANE_GEOMETRY,
+            "Convert to Depth Plane",
+            DepthPlaneParams,
+            _IMAGE_STAGES,
+            {
+                "depth": "Float32 EXR (ZIP): RGB = camera-space XYZ in metres, A = alpha × validity.",
+                "depth_metadata": "JSON: image size, pixel intrinsics fx fy cx cy, reference depth.",
+                "normal": "RGB PNG at the input size, normals encoded (n + 1) / 2.",
+            },
+        ),
+        JobSpec(
+            JobId.GENERATE_CUTOUT_ARTIFACTS,
+            "Cutout",
+            CutoutParams,
+            _IMAGE_STAGES,
+            {
+                "cutout": "RGBA PNG cropped to the selection bounds.",
+                "selection_alpha": "Single-channel PNG matte of the selection, cropped likewise.",
+                "depth": "Optional float32 EXR as for depth planes, cropped.",
+                "depth_metadata": "Optional JSON as for depth planes, for the crop.",
+                "normal": "Optional RGB PNG normal map, cropped.",
+            },
+        ),
+        *(
+            JobSpec(
+                job_id,
+                f"Debug {family}",
+                DebugParams,
+                ("Preparing model", "Reading input", "Running model", "Writing result"),
+                {
+                    "raw": "NPZ of the model's raw outputs and the post-processed frame.",
+                    "summary": "JSON: shapes, ranges, timing, provider used.",
+                },
+            )
+            for job_id, family in (
+                (JobId.DEBUG_BEN2, "BEN2"),
+                (JobId.DEBUG_UPSCALE, "Upscaler"),
+                (JobId.DEBUG_MOGE, "MoGe-2"),
+                (JobId.DEBUG_DA3, "Depth Anything 3"),
+            )
+        ),
+    )
+}
+
+
+def job_spec(job_id: str) -> JobSpec:
+    """Look a job up by id; unknown ids are an InputError listing the valid ones."""
+    from .errors import InputError
+
+    try:
+        return JOB_SPECS[JobId(job_id)]
+    except ValueError:
+        valid = ", ".join(spec.value for spec in JobId)
+        raise InputError(f"Unknown job '{job_id}'; valid jobs are: {valid}.") from None
+
+
+__all__ = ["JOB_SPECS", "JobId", "JobSpec", "NormalMode", "OutputKind", "Selection", "SequenceOutput", "job_spec"]

@@ -1,0 +1,224 @@
+"""Parse a job's plain-dict parameters into its frozen dataclass, validating every field.
+
+A parameter class is a frozen dataclass whose fields carry a `param(...)` spec. Supported field types:
+`str`, `int`, `float`, `bool`, a `StrEnum`, `list[str]`, `Selection`, and any of these `| None`.
+Errors are `InputError`s with one sentence naming the parameter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import types
+import typing
+from typing import Any, TypeVar
+
+from .errors import InputError
+
+T = TypeVar("T")
+_MISSING = dataclasses.MISSING
+
+
+def param(
+    default: Any = _MISSING,
+    *,
+    doc: str,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    choices: tuple[Any, ...] | None = None,
+    max_length: int = 4096,
+) -> Any:
+    """Declare one job parameter: its default (omit for required), documentation and limits."""
+    metadata = {
+        "doc": doc,
+        "minimum": minimum,
+        "maximum": maximum,
+        "choices": choices,
+        "max_length": max_length,
+    }
+    if isinstance(default, list):
+        frozen = tuple(default)
+        return dataclasses.field(default_factory=lambda: list(frozen), metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """A region of an image in pixels: a box `[x0, y0, x1, y1]` or a lasso polygon `[[x, y], ...]`."""
+
+    box: tuple[float, float, float, float] | None = None
+    lasso: tuple[tuple[float, float], ...] | None = None
+
+    @property
+    def bounds(self) -> tuple[float, float, float, float]:
+        if self.box is not None:
+            return self.box
+        assert self.lasso is not None
+        xs = [x for x, _ in self.lasso]
+        ys = [y for _, y in self.lasso]
+        return (min(xs), min(ys), max(xs), max(ys))
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.box is not None:
+            return {"box": list(self.box)}
+        return {"lasso": [list(point) for point in self.lasso or ()]}
+
+    @classmethod
+    def parse(cls, name: str, raw: Any) -> Selection:
+        if not isinstance(raw, dict) or len(raw) != 1 or not ({"box", "lasso"} & raw.keys()):
+            raise InputError(f'\'{name}\' must be {{"box": [x0, y0, x1, y1]}} or {{"lasso": [[x, y], ...]}}.')
+        if "box" in raw:
+            box = raw["box"]
+            if not isinstance(box, list) or len(box) != 4:
+                raise InputError(f"'{name}' box must be four numbers [x0, y0, x1, y1].")
+            x0, y0, x1, y1 = (_finite_number(f"{name}.box", value) for value in box)
+            if x1 <= x0 or y1 <= y0:
+                raise InputError(f"'{name}' box is empty: x1 must exceed x0 and y1 must exceed y0.")
+            return cls(box=(x0, y0, x1, y1))
+        points = raw["lasso"]
+        if not isinstance(points, list) or len(points) > 100_000:
+            raise InputError(f"'{name}' lasso must be a list of at most 100000 [x, y] points.")
+        parsed = []
+        for point in points:
+            if not isinstance(point, list) or len(point) != 2:
+                raise InputError(f"'{name}' lasso points must each be [x, y].")
+            parsed.append((_finite_number(f"{name}.lasso", point[0]), _finite_number(f"{name}.lasso", point[1])))
+        if len(set(parsed)) < 3 or _polygon_area(parsed) <= 0.5:
+            raise InputError(f"'{name}' lasso needs at least three points enclosing an area.")
+        return cls(lasso=tuple(parsed))
+
+
+def _polygon_area(points: list[tuple[float, float]]) -> float:
+    total = 0.0
+    for (x0, y0), (x1, y1) in zip(points, points[1:] + points[:1], strict=True):
+        total += x0 * y1 - x1 * y0
+    return abs(total) / 2.0
+
+
+def _finite_number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"'{name}' must be a number, not {type(value).__name__}.")
+    if not math.isfinite(value):
+        raise InputError(f"'{name}' must be a finite number.")
+    return float(value)
+
+
+def field_docs(cls: type) -> list[dict[str, Any]]:
+    """Describe a parameter class (for docs and `--help`): name, type, default, limits, doc."""
+    hints = typing.get_type_hints(cls)
+    described = []
+    for field in dataclasses.fields(cls):
+        if field.default is not _MISSING:
+            default = field.default
+        elif field.default_factory is not _MISSING:
+            default = field.default_factory()
+        else:
+            default = _MISSING
+        described.append(
+            {
+                "name": field.name,
+                "type": _type_name(hints[field.name]),
+                "required": default is _MISSING,
+                "default": None if default is _MISSING else _plain(default),
+                **{key: field.metadata.get(key) for key in ("doc", "minimum", "maximum", "choices")},
+            }
+        )
+    return described
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+def _type_name(annotation: Any) -> str:
+    base, optional = _unwrap_optional(annotation)
+    if isinstance(base, type) and issubclass(base, enum.Enum):
+        name = "enum(" + "|".join(str(member.value) for member in base) + ")"
+    elif typing.get_origin(base) is list:
+        name = "list[str]"
+    else:
+        name = getattr(base, "__name__", str(base))
+    return f"{name} | null" if optional else name
+
+
+def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [member for member in typing.get_args(annotation) if member is not type(None)]
+        if len(members) == 1:
+            return members[0], True
+    return annotation, False
+
+
+def parse_parameters(cls: type[T], raw: Any) -> T:
+    """Validate a plain dict against a parameter dataclass and return the typed, frozen value."""
+    if not isinstance(raw, dict):
+        raise InputError("Job parameters must be a JSON object.")
+    fields = {field.name: field for field in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(raw) - set(fields))
+    if unknown:
+        raise InputError(f"Unknown parameter '{unknown[0]}'; valid parameters are: {', '.join(sorted(fields))}.")
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for name, field in fields.items():
+        if name not in raw:
+            if field.default is _MISSING and field.default_factory is _MISSING:
+                raise InputError(f"Missing required parameter '{name}'.")
+            continue
+        values[name] = _convert(name, raw[name], hints[name], field.metadata)
+    return cls(**values)
+
+
+def _convert(name: str, value: Any, annotation: Any, spec: Any) -> Any:
+    base, optional = _unwrap_optional(annotation)
+    if value is None:
+        if optional:
+            return None
+        raise InputError(f"'{name}' must not be null.")
+    if base is bool:
+        if not isinstance(value, bool):
+            raise InputError(f"'{name}' must be true or false, not {type(value).__name__}.")
+        return value
+    if base is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            else:
+                raise InputError(f"'{name}' must be a whole number, not {value!r}.")
+        return _in_range(name, value, spec)
+    if base is float:
+        return _in_range(name, _finite_number(name, value), spec)
+    if base is str:
+        if not isinstance(value, str):
+            raise InputError(f"'{name}' must be text, not {type(value).__name__}.")
+        if len(value) > spec.get("max_length", 4096) or "\x00" in value:
+            raise InputError(f"'{name}' is too long or contains a NUL character.")
+        return _in_choices(name, value, spec)
+    if isinstance(base, type) and issubclass(base, enum.Enum):
+        valid = [str(member.value) for member in base]
+        if not isinstance(value, str) or value.lower() not in valid:
+            raise InputError(f"'{name}' must be one of {', '.join(valid)}; got {value!r}.")
+        return base(value.lower())
+    if typing.get_origin(base) is list:
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise InputError(f"'{name}' must be a list of text values.")
+        if len(value) > 256:
+            raise InputError(f"'{name}' has too many entries (at most 256).")
+        return list(value)
+    if base is Selection:
+        return Selection.parse(name, value)
+    raise TypeError(f"Unsupported parameter type for {name}: {annotation!r}")  # a contract bug
+
+
+def _in_range(name: str, value: float, spec: Any) -> Any:
+    minimum, maximum = spec.get("minimum"), spec.get("maximum")
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise InputError(f"'{name}' must be between {minimum} and {maximum}; got {value}.")
+    return _in_choices(name, value, spec)
+
+
+def _in_choices(name: str, value: Any, spec: Any) -> Any:
+    choices = spec.get("choices")
+    if choices is not None and value not in choices:
+        raise InputError(f"'{name}' must be one of {', '.join(map(str, choices))}; got {value!r}.")
+    return value

@@ -1,0 +1,28 @@
+"""The BlendJob JobServer with every ImageForge job registered."""
+
+from __future__ import annotations
+
+from blendjob import JobServer
+
+from ..contract import JOB_SPECS
+from .handler import make_handler
+from .job_folders import mark_interrupted_jobs
+from .jobs import JOB_RUNNERS
+
+SERVER_NAME = "imageforge"
+
+
+def create_server() -> JobServer:
+    job_server = JobServer(SERVER_NAME, max_job_history=100)
+    for job_id, spec in JOB_SPECS.items():
+        job_server.job(job_id.value)(make_handler(spec, JOB_RUNNERS.get(job_id)))
+
+    @job_server.resource("job_folders")
+    def job_folders(bound_server: JobServer):
+        # Runs once the server is bound to its storage root: settle what a killed server left behind.
+        return mark_interrupted_jobs(bound_server.storage_root)
+
+    return job_server
+
+
+server = create_server()

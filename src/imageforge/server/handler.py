@@ -1,0 +1,79 @@
+"""Wrap each job's `run(context, params)` into a BlendJob handler with the same guarantees for every job.
+
+- Parameters are parsed and validated by the job's contract before any work.
+- The job folder records its state in `job-state.json` (running → succeeded | failed | cancelled).
+- On failure or cancellation every output is deleted (only `job.log` and `job-state.json` stay), so a
+  partial file is never mistaken for a result.
+- Results must name existing files inside the job folder.
+- Errors reach the user as one sentence; tracebacks go to the job log only.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from blendjob.server import JobCancelled
+
+from ..contract import CapabilityUnavailableError, ImageForgeError, JobSpec, ResourceExhaustedError
+from .job_folders import JobState, clear_outputs, write_state
+
+Runner = Callable[[Any, Any], dict[str, str]]
+
+
+class InvalidResultError(ImageForgeError):
+    """A job returned a result that does not name files inside its own folder (a server bug)."""
+
+
+def make_handler(spec: JobSpec, run: Runner | None) -> Callable[[Any, dict], dict[str, str]]:
+    def handler(context: Any, raw_parameters: dict) -> dict[str, str]:
+        directory = Path(context.directory)
+        write_state(directory, JobState.RUNNING)
+        try:
+            if run is None:
+                raise CapabilityUnavailableError(f"{spec.label} is not available yet in this version of ImageForge.")
+            parameters = spec.parse(raw_parameters)
+            result = run(context, parameters)
+            context.check_cancelled()
+            checked = check_result(directory, result)
+        except JobCancelled:
+            _abandon(directory, JobState.CANCELLED, "Cancelled")
+            raise
+        except ImageForgeError as error:
+            _abandon(directory, JobState.FAILED, str(error))
+            raise
+        except MemoryError as error:
+            message = "System memory exhausted: lower Maximum AI Input Size or close other programs."
+            _abandon(directory, JobState.FAILED, message)
+            raise ResourceExhaustedError(message) from error
+        except Exception as error:
+            context.log(traceback.format_exc(), level="ERROR")
+            message = f"{spec.label} failed unexpectedly ({type(error).__name__}: {error}); see the job log."
+            _abandon(directory, JobState.FAILED, message)
+            raise ImageForgeError(message) from error
+        write_state(directory, JobState.SUCCEEDED, result=checked)
+        return checked
+
+    handler.__name__ = f"run_{spec.id.value.replace('-', '_')}"
+    return handler
+
+
+def check_result(directory: Path, result: Any) -> dict[str, str]:
+    """Every result entry must name an existing regular file inside the job folder."""
+    if not isinstance(result, dict):
+        raise InvalidResultError("The job returned no result files.")
+    root = directory.resolve()
+    for name, relative in result.items():
+        if not isinstance(name, str) or not isinstance(relative, str):
+            raise InvalidResultError("The job returned a malformed result.")
+        path = (root / relative).resolve()
+        if root not in path.parents or not path.is_file():
+            raise InvalidResultError(f"The job's result '{name}' is not a file in its folder.")
+    return dict(result)
+
+
+def _abandon(directory: Path, state: JobState, message: str) -> None:
+    clear_outputs(directory)
+    write_state(directory, state, error=message)

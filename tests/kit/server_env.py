@@ -1,0 +1,53 @@
+"""Give a storage root a ready job-server environment without the network.
+
+The environment is built once per set of pins by the production code (`client.setup.prepare_environment`,
+which prefers the local Python 3.12 and uv's package cache) into a cache folder, then linked into each
+test's storage root as `.venv` with a copy of its `manifest.json`. BlendJob's `environment_ready()` then
+accepts the root and the real server subprocess starts from it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from pathlib import Path
+
+from blendjob.environment import environment_digest
+
+from imageforge.client.environment import server_environment
+from imageforge.client.setup import environment_ready, prepare_environment
+
+CACHE_VARIABLE = "IMAGEFORGE_TEST_CACHE"
+
+
+def cache_root() -> Path:
+    configured = os.environ.get(CACHE_VARIABLE)
+    return Path(configured) if configured else Path.home() / ".cache" / "imageforge-tests"
+
+
+def cached_environment() -> Path:
+    """The cached, ready storage root holding the server environment for the current pins."""
+    digest = environment_digest(server_environment())[:16]
+    root = cache_root() / f"server-env-{digest}"
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with (root.parent / f".{root.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers or parallel runs build it once
+        if not environment_ready(root):
+            prepare_environment(root)
+    return root
+
+
+def install_server_environment(storage_root: Path) -> Path:
+    """Make `storage_root` ready: link the cached `.venv` and copy its manifest."""
+    source = cached_environment()
+    storage_root.mkdir(parents=True, exist_ok=True)
+    venv = storage_root / ".venv"
+    if venv.is_symlink() or venv.exists():
+        if venv.is_symlink():
+            venv.unlink()
+        else:
+            shutil.rmtree(venv)
+    venv.symlink_to(source / ".venv", target_is_directory=True)
+    shutil.copy2(source / "manifest.json", storage_root / "manifest.json")
+    return storage_root
