@@ -20,6 +20,7 @@ class JobId(StrEnum):
     REFINE_IMAGE_SELECTION = "refine-image-selection"
     GENERATE_DEPTH_PLANE_GEOMETRY = "generate-depth-plane-geometry"
     GENERATE_CUTOUT_ARTIFACTS = "generate-cutout-artifacts"
+    GENERATE_MULTIVIEW_CAMERAS = "generate-multiview-cameras"
     DEBUG_BEN2 = "debug-ben2"
     DEBUG_UPSCALE = "debug-upscale"
     DEBUG_MOGE = "debug-moge"
@@ -125,6 +126,19 @@ class CutoutParams:
 
 
 @dataclass(frozen=True)
+class MultiviewParams:
+    input: str = param(doc="A video or a frame-sequence folder/pattern (two or more frames).")
+    frame_step: int = param(1, doc="Use every n-th frame.", minimum=1, maximum=1000)
+    max_frames: int = param(0, doc="At most this many frames; 0 uses all of them.", minimum=0, maximum=100_000)
+    windowed: bool = param(False, doc="Process long sequences in overlapping windows aligned to each other.")
+    memory_budget_gib: float = param(
+        4.0, doc="Attention memory allowed per model run (GiB).", minimum=0.1, maximum=1024
+    )
+    model: str | None = param(None, doc=_MODEL_DOC)
+    device: Device = _device()
+
+
+@dataclass(frozen=True)
 class DebugParams:
     input: str = param(doc="Path of a still image (or a frame folder for debug-da3).")
     model: str | None = param(None, doc=_MODEL_DOC)
@@ -216,6 +230,16 @@ JOB_SPECS: dict[JobId, JobSpec] = {
                 "depth": "Optional float32 EXR as for depth planes, cropped.",
                 "depth_metadata": "Optional JSON as for depth planes, for the crop.",
                 "normal": "Optional RGB PNG normal map, cropped.",
+            },
+        ),
+        JobSpec(
+            JobId.GENERATE_MULTIVIEW_CAMERAS,
+            "Multi-view Cameras",
+            MultiviewParams,
+            ("Preparing model", "Reading frames", "Running model", "Aligning windows", "Writing result"),
+            {
+                "cameras": "JSON: per frame, world-to-camera 3×4 extrinsics and pixel intrinsics at source size.",
+                "depth": "NPZ: float32 depth [frames, height, width] in the model's units, with confidence.",
             },
         ),
         *(
