@@ -1,0 +1,111 @@
+"""MoGe-2 host post-processing: from affine-invariant points to metric depth, intrinsics and points.
+
+MoGe-2 predicts points whose z is known only up to a shift, plus a metric scale. The focal length and
+the shift are recovered from the points themselves: for every valid pixel, the projection
+`focal · (x, y) / (z + shift)` must land on the pixel's normalised view-plane coordinate (u, v). That is
+linear in (focal, shift) once multiplied out (`focal·x − u·shift = u·z`), so a least-squares solve on a
+subsample of valid pixels gives both; a few Gauss-Newton steps then minimise the true reprojection error.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...contract import InputError
+from .frame import GeometryFrame, Intrinsics
+
+SAMPLE_GRID = 64
+MASK_THRESHOLD = 0.5
+MIN_VALID_PIXELS = 16
+
+
+def view_plane_uv(width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """MoGe's normalised view-plane coordinates of pixel centres: the image half-diagonal has length 1."""
+    aspect = width / height
+    span_x = aspect / math.sqrt(1 + aspect * aspect)
+    span_y = 1 / math.sqrt(1 + aspect * aspect)
+    u = ((np.arange(width) + 0.5) / width * 2 - 1) * span_x
+    v = ((np.arange(height) + 0.5) / height * 2 - 1) * span_y
+    return np.meshgrid(u, v, indexing="xy")
+
+
+def normalized_intrinsics(focal: float, width: int, height: int) -> Intrinsics:
+    aspect = width / height
+    diagonal = math.sqrt(1 + aspect * aspect)
+    return Intrinsics(fx=focal / 2 * diagonal / aspect, fy=focal / 2 * diagonal)
+
+
+def _subsample(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    height, width = mask.shape
+    rows = np.unique(np.linspace(0, height - 1, min(height, SAMPLE_GRID)).round().astype(int))
+    cols = np.unique(np.linspace(0, width - 1, min(width, SAMPLE_GRID)).round().astype(int))
+    grid = np.zeros_like(mask)
+    grid[np.ix_(rows, cols)] = True
+    chosen = mask & grid
+    if chosen.sum() < MIN_VALID_PIXELS:  # a small valid region can fall between grid lines: use it all
+        chosen = mask
+    return np.nonzero(chosen)
+
+
+def recover_focal_shift(points: np.ndarray, valid: np.ndarray) -> tuple[float, float]:
+    """Solve `focal · xy / (z + shift) ≈ uv` over valid pixels. Returns (focal, shift)."""
+    height, width = valid.shape
+    if valid.sum() < MIN_VALID_PIXELS:
+        raise InputError("The geometry model found almost no usable depth in this image; try a clearer photo.")
+    u_grid, v_grid = view_plane_uv(width, height)
+    rows, cols = _subsample(valid)
+    x, y, z = (points[rows, cols, axis].astype(np.float64) for axis in range(3))
+    u, v = u_grid[rows, cols], v_grid[rows, cols]
+    design = np.concatenate([np.stack([x, -u], axis=1), np.stack([y, -v], axis=1)])
+    target = np.concatenate([u * z, v * z])
+    (focal, shift), *_ = np.linalg.lstsq(design, target, rcond=None)
+    for _ in range(5):  # Gauss-Newton on the reprojection residual r = f·xy/(z+s) − uv
+        depth = z + shift
+        if np.any(depth <= 1e-6):
+            break
+        residual = np.concatenate([focal * x / depth - u, focal * y / depth - v])
+        jacobian = np.concatenate(
+            [np.stack([x / depth, -focal * x / depth**2], axis=1), np.stack([y / depth, -focal * y / depth**2], axis=1)]
+        )
+        step, *_ = np.linalg.lstsq(jacobian, -residual, rcond=None)
+        focal, shift = focal + step[0], shift + step[1]
+        if np.abs(step).max() < 1e-10:
+            break
+    if not (math.isfinite(focal) and focal > 0):
+        raise InputError("The geometry model's output has no consistent camera; try a different photo.")
+    return float(focal), float(shift)
+
+
+def geometry_from_moge(points: np.ndarray, normal: np.ndarray, mask: np.ndarray, metric_scale: float) -> GeometryFrame:
+    """One frame (the batch dimension already removed) of MoGe-2 outputs → a metric GeometryFrame."""
+    valid = mask > MASK_THRESHOLD
+    focal, shift = recover_focal_shift(points, valid)
+    depth = (points[..., 2].astype(np.float64) + shift) * float(metric_scale)
+    valid &= depth > 0
+    height, width = valid.shape
+    intrinsics = normalized_intrinsics(focal, width, height)
+    pixels = intrinsics.in_pixels(width, height)
+    columns, rows = np.meshgrid(np.arange(width) + 0.5, np.arange(height) + 0.5, indexing="xy")
+    metric = np.stack(
+        [(columns - pixels["cx"]) / pixels["fx"] * depth, (rows - pixels["cy"]) / pixels["fy"] * depth, depth],
+        axis=-1,
+    )
+    metric[~valid] = 0.0
+    unit = normal.astype(np.float64)
+    unit /= np.maximum(np.linalg.norm(unit, axis=-1, keepdims=True), 1e-12)
+    unit[~valid] = (0.0, 0.0, -1.0)  # flat, facing the camera
+    return GeometryFrame(
+        depth=np.where(valid, depth, 0.0).astype(np.float32),
+        points=metric.astype(np.float32),
+        normal=unit.astype(np.float32),
+        valid=valid,
+        intrinsics=intrinsics,
+    )
+
+
+def num_tokens(resolution_level: int) -> int:
+    """MoGe-2's token budget for a resolution level 0–9 (trained range 1200–3600)."""
+    level = min(max(int(resolution_level), 0), 9)
+    return int(1200 + level / 9 * 2400)
