@@ -1,0 +1,71 @@
+"""Retention deletes old and excess job folders, oldest first, and never a folder an open .blend uses."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+from imageforge.client.retention import (
+    RetentionPolicy,
+    delete_folders,
+    plan_retention,
+    scan_job_folders,
+)
+
+DAY = 86400.0
+NOW = 1_800_000_000.0
+
+
+def make_job(storage: Path, *, age_days: float, size: int, state: str = "succeeded") -> Path:
+    folder = storage / "jobs" / uuid.uuid4().hex
+    folder.mkdir(parents=True)
+    (folder / "job-state.json").write_text(json.dumps({"state": state, "time": NOW - age_days * DAY}))
+    (folder / "result.png").write_bytes(b"x" * size)
+    return folder
+
+
+def test_age_and_size_limits_delete_oldest_first(tmp_path):
+    old = make_job(tmp_path, age_days=40, size=100)
+    middle = make_job(tmp_path, age_days=5, size=1000)
+    newer = make_job(tmp_path, age_days=2, size=1000)
+    newest = make_job(tmp_path, age_days=1, size=1000)
+    running = make_job(tmp_path, age_days=50, size=10, state="running")
+    (tmp_path / "jobs" / "not-a-job").mkdir()
+
+    folders = scan_job_folders(tmp_path)
+    assert [folder.path for folder in folders] == [old, middle, newer, newest]  # running and odd names skipped
+    plan = plan_retention(folders, RetentionPolicy(max_age_days=30, max_total_bytes=2100), now=NOW)
+    assert [folder.path for folder in plan.delete] == [old, middle]
+    assert [folder.path for folder in plan.keep] == [newer, newest]
+    assert plan.freed_bytes == sum(path.stat().st_size for folder in (old, middle) for path in folder.iterdir())
+    assert delete_folders(plan, tmp_path) == [old.name, middle.name]
+    assert not old.exists() and not middle.exists() and newer.exists() and running.exists()
+
+
+def test_protected_folders_are_kept_whatever_their_age_or_size(tmp_path):
+    protected = make_job(tmp_path, age_days=400, size=10_000)
+    other = make_job(tmp_path, age_days=1, size=10)
+    plan = plan_retention(
+        scan_job_folders(tmp_path),
+        RetentionPolicy(max_age_days=30, max_total_bytes=0),
+        protected_paths=[protected / "result.png"],
+        now=NOW,
+    )
+    assert [folder.path for folder in plan.protected] == [protected]
+    assert [folder.path for folder in plan.delete] == [other]
+    delete_folders(plan, tmp_path)
+    assert (protected / "result.png").exists()
+
+
+def test_links_are_never_followed(tmp_path):
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine")
+    (outside / "job-state.json").write_text(json.dumps({"state": "succeeded", "time": NOW - 999 * DAY}))
+    storage = tmp_path / "storage"
+    (storage / "jobs").mkdir(parents=True)
+    os.symlink(outside, storage / "jobs" / uuid.uuid4().hex)
+    assert scan_job_folders(storage) == []
+    assert (outside / "keep.txt").read_text() == "mine"
