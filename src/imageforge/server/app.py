@@ -6,14 +6,16 @@ from blendjob import JobServer
 
 from ..contract import JOB_SPECS
 from .handler import make_handler
+from .inference import ModelManager
 from .job_folders import mark_interrupted_jobs
 from .jobs import JOB_RUNNERS
+from .security import AuthenticatedJobServer
 
 SERVER_NAME = "imageforge"
 
 
 def create_server() -> JobServer:
-    job_server = JobServer(SERVER_NAME, max_job_history=100)
+    job_server = AuthenticatedJobServer(SERVER_NAME, max_job_history=100)
     for job_id, spec in JOB_SPECS.items():
         job_server.job(job_id.value)(make_handler(spec, JOB_RUNNERS.get(job_id)))
 
@@ -21,6 +23,13 @@ def create_server() -> JobServer:
     def job_folders(bound_server: JobServer):
         # Runs once the server is bound to its storage root: settle what a killed server left behind.
         return mark_interrupted_jobs(bound_server.storage_root)
+
+    @job_server.resource("models")
+    def models(bound_server: JobServer) -> ModelManager:
+        # One warm session per model family, shared by jobs; ONNX Runtime is detected in the background.
+        manager = ModelManager(bound_server.storage_root)
+        manager.start_detection()
+        return manager
 
     return job_server
 

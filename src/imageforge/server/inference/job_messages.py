@@ -1,0 +1,23 @@
+"""Turn inference warnings into what the user sees: the running job's progress message and its log.
+
+A device fallback must never be silent, and the job's progress message is the line Blender's status bar
+shows, so a warning replaces it (keeping the current fraction) until the job reports its next step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .runner import Warn
+
+
+def job_warner(context: Any) -> Warn:
+    """A `warn` callback for ModelManager.acquire that writes into BlendJob's `context`."""
+
+    def warn(message: str) -> None:
+        context.log(message, level="WARNING")
+        snapshot = getattr(context, "_snapshot", None)  # BlendJob exposes the current fraction only here
+        fraction = snapshot().get("progress", 0.0) if callable(snapshot) else 0.0
+        context.progress(fraction, message)
+
+    return warn

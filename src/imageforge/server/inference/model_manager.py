@@ -1,0 +1,217 @@
+"""ModelManager, the BlendJob resource "models": one warm session per model family, shared by jobs.
+
+Loading is the slow part of a small job (weights read, graph optimised, CoreML compiled), so the session a
+job used stays loaded for the next job on the same model and device. One per family (background, geometry,
+upscale, multiview) bounds memory: asking for another model or device of a family releases the old session
+before the new one loads, so two large models of a family never sit in memory together.
+
+`snapshot()` is served by BlendJob's `/health`, which clients poll with sub-second timeouts, so it never waits
+for a loading model or for ONNX Runtime's import: it reads a published copy, and ONNX Runtime is detected in
+a background thread started with the server.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ...contract import Device, ImageForgeError, ModelUnavailableError
+from ...contract.catalog import Family, ModelEntry
+from ..downloads.store import file_path
+from .coreml_cache import CoreMLCache
+from .devices import OrtRuntime, default_intra_op_threads, detect_runtime, resolve_device
+from .runner import LoadedSession, Warn, run
+from .session_factory import SessionRequest, create_session
+
+log = logging.getLogger(__name__)
+
+
+class SessionHandle:
+    """What an adapter holds during one job: run models through it, read what really runs from it."""
+
+    def __init__(self, family: Family, model: str, requested: Device, loaded: LoadedSession, warn: Warn | None):
+        self.family = family
+        self.model = model
+        self.requested = requested
+        self._loaded = loaded
+        self._warn = warn
+
+    def run(self, feeds: Mapping[str, Any], *, last_run: bool) -> dict[str, Any]:
+        """Run through the single entry point; `last_run=True` on a job's final tile, frame or view."""
+        return run(self._loaded, feeds, last_run=last_run, warn=self._warn)
+
+    @property
+    def device(self) -> Device:
+        return self._loaded.current().device
+
+    @property
+    def provider(self) -> str:
+        return self._loaded.current().provider
+
+    @property
+    def providers(self) -> tuple[str, ...]:
+        return self._loaded.current().providers
+
+    @property
+    def session(self) -> Any:
+        """The ONNX Runtime session, for reading input and output metadata; run through `run()`."""
+        return self._loaded.current().session
+
+
+class ModelManager:
+    def __init__(
+        self,
+        storage_root: Path,
+        *,
+        detect: Callable[[], OrtRuntime] = detect_runtime,
+        threads: int | None = None,
+    ) -> None:
+        self.storage_root = Path(storage_root)
+        self.threads = threads or default_intra_op_threads()
+        self._coreml_cache = CoreMLCache(self.storage_root)
+        self._detect = detect
+        self._runtime: OrtRuntime | None = None
+        self._runtime_error: BaseException | None = None
+        self._detected = threading.Event()
+        self._detecting = threading.Lock()
+        self._load_lock = threading.RLock()  # held while loading: acquire, clear and close
+        self._state_lock = threading.Lock()  # held briefly: what snapshot() reads
+        self._loaded: dict[Family, tuple[tuple, LoadedSession]] = {}
+        self._cpu_pins: dict[tuple, str] = {}  # models whose accelerator failed while running → why
+        self._closed = False
+
+    def start_detection(self) -> None:
+        """Detect ONNX Runtime in the background so the first snapshot can already list devices."""
+        threading.Thread(target=self._detect_once, name="ImageForgeDetectRuntime", daemon=True).start()
+
+    @property
+    def runtime(self) -> OrtRuntime:
+        self._detect_once()
+        if self._runtime is None:
+            raise ModelUnavailableError(
+                "ONNX Runtime could not be loaded in the server environment; repair the server."
+            ) from self._runtime_error
+        return self._runtime
+
+    def acquire(
+        self,
+        entry: ModelEntry,
+        device: Device | str = Device.AUTO,
+        *,
+        provider_options: Mapping[str, str] | None = None,
+        free_dimensions: Mapping[str, int] | None = None,
+        warn: Warn | None = None,
+    ) -> SessionHandle:
+        """The session for `entry` on `device`, loaded now or reused; warnings about the device go to `warn`."""
+        runtime = self.runtime
+        choice = resolve_device(device, runtime)
+        files = self._files(entry)
+        options = dict(provider_options or {})
+        dimensions = dict(free_dimensions or {})
+        key = (
+            entry.key,
+            choice.device,
+            tuple((str(path), path.stat().st_size, path.stat().st_mtime_ns) for path in files),
+            tuple(sorted(options.items())),
+            tuple(sorted(dimensions.items())),
+        )
+        with self._load_lock:
+            if self._closed:
+                raise ImageForgeError("The server is shutting down; run the job again after it restarts.")
+            cached = self._loaded.get(entry.family)
+            if cached is not None and cached[0] == key and cached[1].created is not None:
+                loaded = cached[1]
+            else:
+                self._release(entry.family)
+                loaded = self._load(runtime, entry, key, choice.device, files, options, dimensions)
+        for message in (choice.warning, self._cpu_pins.get(key) or loaded.current().fallback):
+            if message:
+                log.warning("%s", message)
+                if warn is not None:
+                    warn(message)
+        return SessionHandle(entry.family, entry.key, Device(device), loaded, warn)
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._state_lock:
+            current = [(family, key, session, session.created) for family, (key, session) in self._loaded.items()]
+        loaded = [
+            {
+                "family": family.value,
+                "model": session.request.name,
+                "requested_device": key[1].value,
+                "device": created.device.value,
+                "provider": created.provider,
+                "providers": list(created.providers),
+                "load_seconds": round(created.load_seconds, 4),
+                "runs": session.runs,
+                "fallback": created.fallback,
+            }
+            for family, key, session, created in current
+            if created is not None
+        ]
+        runtime = self._runtime
+        return {
+            "loaded": loaded,
+            "devices": [device.value for device in runtime.devices] if runtime else [],
+            "unavailable": {device.value: why for device, why in runtime.unavailable.items()} if runtime else {},
+            "onnxruntime": (
+                {"version": runtime.version, "variant": runtime.variant, "providers": list(runtime.providers)}
+                if runtime
+                else None
+            ),
+            "detecting": not self._detected.is_set(),
+            "threads": self.threads,
+            "cpu_only": sorted({key[0] for key in self._cpu_pins}),
+        }
+
+    def clear(self) -> None:
+        """Unload every session (BlendJob calls this only while no job runs). CPU pins stay until restart."""
+        with self._load_lock:
+            for family in list(self._loaded):
+                self._release(family)
+
+    def close(self) -> None:
+        with self._load_lock:
+            self._closed = True
+            self.clear()
+
+    def _detect_once(self) -> None:
+        with self._detecting:
+            if self._detected.is_set():
+                return
+            try:
+                self._runtime = self._detect()
+            except Exception as error:  # a broken install must not stop download jobs or the server
+                log.exception("ONNX Runtime detection failed")
+                self._runtime_error = error
+            self._detected.set()
+
+    def _files(self, entry: ModelEntry) -> tuple[Path, ...]:
+        graphs = [item for item in entry.files if item.path.lower().endswith(".onnx")] or list(entry.files)
+        ordered = [graphs[0], *(item for item in entry.files if item is not graphs[0])]
+        paths = tuple(file_path(self.storage_root, entry, item) for item in ordered)
+        for path in paths:
+            if not path.is_file():
+                raise ModelUnavailableError(f"{entry.label} is not downloaded; download it in the preferences.")
+        return paths
+
+    def _load(self, runtime, entry, key, device, files, options, dimensions) -> LoadedSession:
+        target = Device.CPU if key in self._cpu_pins else device
+        request = SessionRequest(entry.key, files, target, options, dimensions, self.threads, entry.label)
+        created = create_session(runtime, request, coreml_cache=self._coreml_cache)
+        log.info("Loaded %s on %s in %.3f s", entry.key, created.provider, created.load_seconds)
+        loaded = LoadedSession(runtime, request, created, self._coreml_cache)
+        loaded.on_cpu_fallback = lambda message: self._cpu_pins.__setitem__(key, message)
+        with self._state_lock:
+            self._loaded[entry.family] = (key, loaded)
+        return loaded
+
+    def _release(self, family: Family) -> None:
+        with self._state_lock:
+            cached = self._loaded.pop(family, None)
+        if cached is not None:
+            cached[1].release()
+            log.info("Unloaded %s", cached[1].request.name)
