@@ -10,6 +10,7 @@ from typing import Any
 from blendjob import JobResult, JobRuntime
 
 from ..contract import ImageForgeError
+from .controller import ImageForgeRuntime
 from .environment import PACKAGE_ROOT, server_entrypoint, server_environment
 
 NAMESPACE = "imageforge"
@@ -25,8 +26,11 @@ class JobCancelledError(ImageForgeError):
 
 
 def make_runtime(storage_root: Path | Callable[..., Path], *, post_setup: Callable | None = None) -> JobRuntime:
-    """The BlendJob runtime: environment pins, server entrypoint and storage root (a path or a callable)."""
-    return JobRuntime(
+    """The BlendJob runtime: environment pins, server entrypoint and storage root (a path or a callable).
+
+    Its server controller is ImageForge's (client/controller.py): authenticated, non-blocking stop and restart.
+    """
+    return ImageForgeRuntime(
         server_entrypoint(),
         entrypoint_root=PACKAGE_ROOT,
         storage_root=storage_root,

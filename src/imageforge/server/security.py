@@ -1,0 +1,73 @@
+"""BlendJob's JobServer behind a guard: only the client that started it, over loopback, may talk to it.
+
+BlendJob's server answers any local process, and any web page that finds its port (no token, no Host check,
+body-less POSTs accepted). The guard here sits in front of every route, `/health` and unknown paths included,
+and leaves the BlendJob protocol otherwise unchanged:
+
+- `Host` must be exactly `127.0.0.1:<port>` and no `Origin` may be present, else 403. A DNS-rebinding page
+  sends its own host name; a cross-origin browser request always carries `Origin`; our clients send neither.
+- `Authorization: Bearer <token>` must match the per-start token, compared in constant time, else 401 with an
+  empty body (no hint about what was wrong).
+
+The token and port come from the credentials file the client wrote just before starting this process
+(contract.server_credentials); it is checked to belong to this start's instance id.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from blendjob import JobServer
+
+from ..contract.server_credentials import CredentialsError, ServerCredentials, read_credentials
+
+Scope = dict[str, Any]
+
+
+class AuthenticatedJobServer(JobServer):
+    """A JobServer whose app refuses requests without this start's token or with a foreign Host or an Origin."""
+
+    def create_app(self, instance_id: str, storage_root: Any = None) -> Any:
+        app = super().create_app(instance_id, storage_root)  # binds the storage root
+        credentials = read_credentials(self.storage_root)
+        if credentials.instance_id != instance_id:
+            raise CredentialsError("The server credentials belong to another server start; start the server again.")
+        app.add_middleware(LoopbackGuard, credentials=credentials)
+        return app
+
+
+class LoopbackGuard:
+    """ASGI middleware: 403 for a foreign Host or any Origin, then 401 for a missing or wrong token."""
+
+    def __init__(self, app: Any, *, credentials: ServerCredentials) -> None:
+        self.app = app
+        self.host = credentials.host_header.encode("latin-1")
+        self.authorization = credentials.authorization.encode("latin-1")
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] not in {"http", "websocket"}:  # lifespan events pass through
+            await self.app(scope, receive, send)
+            return
+        status = self.refusal(scope["headers"])
+        if status is None:
+            await self.app(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+        else:
+            headers = [(b"content-length", b"0")]
+            if status == 401:
+                headers.append((b"www-authenticate", b"Bearer"))
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+
+    def refusal(self, headers: list[tuple[bytes, bytes]]) -> int | None:
+        """The status to refuse with, or None to let the request through. Header names arrive lower-cased."""
+        hosts = [value for name, value in headers if name == b"host"]
+        if hosts != [self.host] or any(name == b"origin" for name, _value in headers):
+            return 403
+        tokens = [value for name, value in headers if name == b"authorization"]
+        # compare_digest takes time independent of where the values differ (their length may still show).
+        if len(tokens) != 1 or not hmac.compare_digest(tokens[0], self.authorization):
+            return 401
+        return None
