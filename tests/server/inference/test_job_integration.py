@@ -1,0 +1,46 @@
+"""The "models" resource inside the real BlendJob server and a real JobContext, as an adapter would use it."""
+
+from __future__ import annotations
+
+import numpy as np
+from blendjob.server import JobContext
+
+from imageforge.contract import Device
+from imageforge.server.app import create_server
+from imageforge.server.inference import ModelManager, job_warner
+from tests.kit.onnx_models import upscaler_reference
+
+
+def test_server_registers_models_and_a_job_runs_through_it(storage_root, upscaler, tmp_path):
+    server = create_server()
+    server.bind(storage_root)
+    try:
+        models = server.resources["models"]
+        assert isinstance(models, ModelManager)
+        assert models.runtime.version  # waits for the background detection the factory started
+        snapshot = server.resource_snapshot("models")
+        assert snapshot["devices"][-1] == "cpu" and snapshot["onnxruntime"]["version"]
+        context = JobContext("job1", "upscale", {}, server.resources, storage_root, tmp_path / "job1")
+        context.directory.mkdir()
+        context.progress(0.4, "Upscaling")
+        handle = context.resource("models").acquire(upscaler, Device.CPU, warn=job_warner(context))
+        image = np.ones((1, 3, 4, 4), np.float32)
+        np.testing.assert_array_equal(handle.run({"input": image}, last_run=True)["output"], upscaler_reference(image))
+        assert server.resource_snapshot("models")["loaded"][0]["model"] == "KIT_UPSCALER"
+        assert server.clear_resource("models") is True
+        assert server.resource_snapshot("models")["loaded"] == []
+    finally:
+        server.close()
+    assert server.resources["models"].snapshot()["loaded"] == []
+
+
+def test_warnings_reach_the_progress_message_and_the_job_log(storage_root, tmp_path):
+    context = JobContext("job2", "upscale", {}, {}, storage_root, tmp_path)
+    context.progress(0.25, "Upscaling tile 1 of 4")
+    job_warner(context)("NVIDIA CUDA is not available on this computer (no driver); running on CPU.")
+    status = context._snapshot()
+    assert (status["progress"], status["message"]) == (
+        0.25,
+        "NVIDIA CUDA is not available on this computer (no driver); running on CPU.",
+    )
+    assert "[WARNING] NVIDIA CUDA is not available" in (tmp_path / "job.log").read_text(encoding="utf-8")
