@@ -1,4 +1,10 @@
-"""Extension preferences: Storage Root, device, maximum AI input size."""
+"""Extension preferences: Storage Root, Device, Maximum AI Input Size, model per family, MoGe level.
+
+Every choice the user makes is stored in a hidden plain property (`stored_*`) and shown through a property
+with get/set callbacks that validates it against what is valid now (choices.py). A value saved on another
+machine, or for a model the catalog dropped, therefore reads as the default instead of raising or showing a
+blank enum, and the saved value is kept until the user picks another one.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,12 @@ from pathlib import Path
 
 import bpy
 
+from . import choices
 from .client.environment import default_storage_root
 from .contract import Device
+from .contract.catalog import Family
 from .contract.jobs import MAX_INPUT_SIZE_DEFAULT
+from .server_state import offered_devices
 
 
 def addon_package() -> str:
@@ -16,7 +25,7 @@ def addon_package() -> str:
     return __package__
 
 
-def get_preferences(context: bpy.types.Context | None = None):
+def get_preferences(context: bpy.types.Context | None = None) -> ImageForgePreferences | None:
     context = context or bpy.context
     addon = context.preferences.addons.get(addon_package())
     return addon.preferences if addon else None
@@ -31,7 +40,99 @@ def storage_root(path: Path | None = None) -> Path:
     return Path(bpy.path.abspath(configured)).resolve() if configured.strip() else default_storage_root()
 
 
-DEVICE_ITEMS = [(device.value, device.label, f"Run models on {device.label}") for device in Device]
+# ---------------------------------------------------------------------------------------------- devices
+_last_offered: list[list[Device]] = []  # what the server last reported, kept while it is stopped
+
+
+def available_devices() -> list[Device]:
+    """Device choices, default first: from the running server, else what it last said, else the platform."""
+    from .runtime import server_snapshot  # the runtime imports this module
+
+    offered = offered_devices(server_snapshot())
+    if offered is not None:
+        _last_offered[:] = [offered]
+    return choices.device_choices(_last_offered[0] if _last_offered else None, choices.current_platform())
+
+
+_enum_items: dict[str, list[tuple]] = {}  # Blender needs dynamic item strings kept alive by Python
+
+
+def _device_items(_self, _context) -> list[tuple]:
+    items = [
+        (device.value, device.label, f"Run models on {device.label}", index)
+        for index, device in enumerate(available_devices())
+    ]
+    _enum_items["device"] = items
+    return items
+
+
+def _get_device(self) -> int:
+    devices = available_devices()
+    return devices.index(choices.valid_device(self.stored_device, devices))
+
+
+def _set_device(self, value: int) -> None:
+    devices = available_devices()
+    if 0 <= value < len(devices):
+        self.stored_device = devices[value].value
+
+
+# ----------------------------------------------------------------------------------------------- models
+def _model_items(family: Family):
+    def items(_self, _context) -> list[tuple]:
+        found = choices.model_choices(family)
+        listed = [
+            (choice.key, f"{choice.label} (default)" if choice.default else choice.label, choice.key, index)
+            for index, choice in enumerate(found)
+        ]
+        _enum_items[family.value] = listed or [("NONE", "No Model", "The model catalog has none", 0)]
+        return _enum_items[family.value]
+
+    return items
+
+
+def _model_accessors(family: Family):
+    stored_name = f"stored_model_{family.value}"
+
+    def get(self) -> int:
+        found = choices.model_choices(family)
+        key = choices.valid_model(getattr(self, stored_name), found)
+        return next((index for index, choice in enumerate(found) if choice.key == key), 0)
+
+    def set_(self, value: int) -> None:
+        found = choices.model_choices(family)
+        if 0 <= value < len(found):
+            setattr(self, stored_name, found[value].key)
+
+    return get, set_
+
+
+def _model_property(family: Family, label: str):
+    get, set_ = _model_accessors(family)
+    return bpy.props.EnumProperty(
+        name=label, description=f"Model used for {label.lower()} jobs", items=_model_items(family), get=get, set=set_
+    )
+
+
+def _stored(name: str):
+    return bpy.props.StringProperty(name=name, default="", options={"HIDDEN"})
+
+
+# ------------------------------------------------------------------------------------------ numbers
+def _get_max_input_size(self) -> int:
+    return choices.valid_max_input_size(self.stored_max_input_size)
+
+
+def _set_max_input_size(self, value: int) -> None:
+    self.stored_max_input_size = choices.chosen_max_input_size(value)
+
+
+def _get_resolution_level(self) -> int:
+    return choices.valid_resolution_level(self.stored_resolution_level)
+
+
+def _set_resolution_level(self, value: int) -> None:
+    self.stored_resolution_level = min(max(value, 0), choices.RESOLUTION_LEVEL_MAX)
 
 
 class ImageForgePreferences(bpy.types.AddonPreferences):
@@ -39,23 +140,87 @@ class ImageForgePreferences(bpy.types.AddonPreferences):
 
     storage_root: bpy.props.StringProperty(
         name="Storage Root",
-        description="Folder for the server environment, models and job files (empty: ~/.imageforge)",
+        description="Folder for the server environment, models and job files (empty: ~/.imageforge). "
+        "Change it with Move…, which moves the files and restarts the server",
         subtype="DIR_PATH",
         default="",
     )
-    device: bpy.props.EnumProperty(name="Device", items=DEVICE_ITEMS, default=Device.AUTO.value)
+    device: bpy.props.EnumProperty(
+        name="Device",
+        description="Where models run. Only devices the installed ONNX Runtime offers are listed",
+        items=_device_items,
+        get=_get_device,
+        set=_set_device,
+    )
     max_input_size: bpy.props.IntProperty(
         name="Maximum AI Input Size",
-        description="Longest image edge the models analyse; lower it if memory runs out",
-        default=MAX_INPUT_SIZE_DEFAULT,
-        min=256,
-        max=8192,
-        step=256,
+        description="Longest image edge the models analyse, in steps of 256 px; lower it if memory runs out",
+        min=choices.MAX_INPUT_SIZE_MIN,
+        max=choices.MAX_INPUT_SIZE_MAX,
         subtype="PIXEL",
+        get=_get_max_input_size,
+        set=_set_max_input_size,
     )
+    resolution_level: bpy.props.IntProperty(
+        name="MoGe Resolution Level",
+        description="Detail of depth planes and cutouts (0-9): higher is finer and slower",
+        min=0,
+        max=choices.RESOLUTION_LEVEL_MAX,
+        get=_get_resolution_level,
+        set=_set_resolution_level,
+    )
+    model_background: _model_property(Family.BACKGROUND, "Background Removal")
+    model_upscale: _model_property(Family.UPSCALE, "Upscaling")
+    model_geometry: _model_property(Family.GEOMETRY, "Depth and Geometry")
+    model_multiview: _model_property(Family.MULTIVIEW, "Multi-View Depth")
+
+    stored_device: _stored("Stored Device")
+    stored_model_background: _stored("Stored Background Model")
+    stored_model_upscale: _stored("Stored Upscale Model")
+    stored_model_geometry: _stored("Stored Geometry Model")
+    stored_model_multiview: _stored("Stored Multi-View Model")
+    stored_max_input_size: bpy.props.IntProperty(default=MAX_INPUT_SIZE_DEFAULT, options={"HIDDEN"})
+    stored_resolution_level: bpy.props.IntProperty(default=choices.RESOLUTION_LEVEL_DEFAULT, options={"HIDDEN"})
 
     def draw(self, _context: bpy.types.Context) -> None:
-        layout = self.layout
-        layout.prop(self, "storage_root")
+        self.draw_storage(self.layout.box())
+        self.draw_inference(self.layout.box())
+        self.draw_models(self.layout.box())
+
+    def draw_storage(self, layout: bpy.types.UILayout) -> None:
+        layout.label(text="Storage Root", icon="FILE_FOLDER")
+        row = layout.row(align=True)
+        path = row.row(align=True)
+        path.enabled = False  # changed only through the migrate flow, which moves the files with it
+        path.prop(self, "storage_root", text="")
+        row.operator("imageforge.migrate_server", text="Move…", icon="FORWARD")
+        layout.label(text=str(storage_root()))
+
+    def draw_inference(self, layout: bpy.types.UILayout) -> None:
         layout.prop(self, "device")
         layout.prop(self, "max_input_size")
+        layout.prop(self, "resolution_level")
+
+    def draw_models(self, layout: bpy.types.UILayout) -> None:
+        layout.label(text="Models", icon="FILE_3D")
+        for family in Family:
+            layout.prop(self, f"model_{family.value}")
+
+
+# ------------------------------------------------------------------------------ what jobs are sent
+def job_device(preferences: ImageForgePreferences | None) -> Device:
+    devices = available_devices()
+    return choices.valid_device(preferences.stored_device if preferences else "", devices)
+
+
+def job_model(preferences: ImageForgePreferences | None, family: Family) -> str | None:
+    stored = getattr(preferences, f"stored_model_{family.value}", "") if preferences else ""
+    return choices.valid_model(stored, choices.model_choices(family))
+
+
+def job_max_input_size(preferences: ImageForgePreferences | None) -> int:
+    return choices.valid_max_input_size(preferences.stored_max_input_size if preferences else None)
+
+
+def job_resolution_level(preferences: ImageForgePreferences | None) -> int:
+    return choices.valid_resolution_level(preferences.stored_resolution_level if preferences else None)

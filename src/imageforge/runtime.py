@@ -1,11 +1,29 @@
-"""The add-on's single BlendJob runtime (namespace `imageforge`), created on register."""
+"""The add-on's single BlendJob runtime (namespace `imageforge`), created on register.
+
+make_runtime() (client/runtime.py) is the one way to build it, so the add-on and the CLI run the same server
+with the same pins. This module adds only what belongs to Blender: the timer workaround, the post-setup hook,
+and seeding the uv executable bundled with the extension so that setup does not fetch uv from GitHub.
+"""
 
 from __future__ import annotations
 
-from blendjob import JobRuntime
+import importlib
+import importlib.util
+import os
+import shutil
+import stat
+from pathlib import Path
+from typing import Any
 
+from blendjob import JobRuntime
+from blendjob.environment import uv_path
+
+from .client.environment import PACKAGE_ROOT
 from .client.runtime import make_runtime
 from .preferences import storage_root
+
+BUNDLED_TOOLS = PACKAGE_ROOT / "tools"  # the platform build puts uv[.exe] here (cli/build.py)
+DOWNLOADS_MODULE = f"{__package__}.client.downloads"
 
 _runtime: JobRuntime | None = None
 
@@ -16,13 +34,69 @@ def get_runtime() -> JobRuntime:
     return _runtime
 
 
+def server_snapshot() -> dict[str, Any]:
+    """The server's last health snapshot (kept current by BlendJob's poll timer); {} when unregistered."""
+    if _runtime is None:
+        return {}
+    snapshot = getattr(_runtime.server, "snapshot", None)
+    return dict(snapshot) if isinstance(snapshot, dict) else {}
+
+
+def download_default_models_after_setup(controller: Any) -> None:
+    """BlendJob's post_setup hook: fetch the catalog's default models once the environment works.
+
+    The download function lives in the client package (another part of the project); until it exists this
+    hook does nothing, and the Models panel's Download buttons remain the way to get models.
+    """
+    if importlib.util.find_spec(DOWNLOADS_MODULE) is None:
+        return
+    download = getattr(importlib.import_module(DOWNLOADS_MODULE), "download_default_models", None)
+    if download is not None:
+        download(controller)
+
+
+def seed_bundled_uv(target: Path, tools: Path | None = None) -> Path | None:
+    """Copy the extension's uv into `<target>/tools/`, where BlendJob's installer looks before downloading.
+
+    Zip extraction drops the executable bit, so it is set again here.
+    """
+    source = (tools or BUNDLED_TOOLS) / uv_path(Path()).name
+    destination = uv_path(target)
+    if not source.is_file() or destination.is_file():
+        return None
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source, destination)
+    if os.name != "nt":
+        destination.chmod(destination.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return destination
+
+
+def _setup_controller_with_bundled_uv(runtime: JobRuntime):
+    create = runtime.setup_controller
+
+    def setup_controller(target=None, **options):
+        controller = create(target, **options)
+        install = controller.install
+
+        def install_with_bundled_uv() -> None:
+            # Only when installing: a cancelled setup must not leave an unrecognised folder behind.
+            seed_bundled_uv(controller.target)
+            install()
+
+        controller.install = install_with_bundled_uv
+        return controller
+
+    return setup_controller
+
+
 def register() -> None:
     global _runtime
-    _runtime = make_runtime(storage_root)
+    _runtime = make_runtime(storage_root, post_setup=download_default_models_after_setup)
     # BlendJob compares timer callbacks by identity, but each attribute access builds a new bound method:
     # pin them once so unregister() really removes the timers (else they leak and bpy 4.5 hangs at exit).
     _runtime._poll_server = _runtime._poll_server
     _runtime._redraw_status_bars = _runtime._redraw_status_bars
+    _runtime.setup_controller = _setup_controller_with_bundled_uv(_runtime)
     _runtime.register()
 
 

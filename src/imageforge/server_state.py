@@ -1,0 +1,131 @@
+"""Read the job server's health snapshot, defensively.
+
+BlendJob's poll timer keeps `runtime.server.snapshot` current: `{"state": ..., "message": ...}` plus, while a
+server answers, `active_job` and `resources` (each resource's `snapshot()`). The "models" resource is written
+by another part of the project and may lag behind or change shape, so every reader here accepts missing keys
+and wrong types and falls back to "unknown" instead of raising inside a panel's draw().
+
+No bpy here: panels, preferences and tests share these plain functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from .contract import Device
+
+
+class ServerState(StrEnum):
+    """The states BlendJob's ServerController reports, plus UNKNOWN for anything else."""
+
+    UNAVAILABLE = "UNAVAILABLE"  # the environment is not installed in the storage root
+    STOPPED = "STOPPED"
+    STARTING = "STARTING"
+    READY = "READY"
+    BUSY = "BUSY"
+    ERROR = "ERROR"
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model session the server holds in memory, and the device that really runs it."""
+
+    family: str
+    model: str
+    device: str
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    fraction: float
+    message: str
+
+
+def server_state(snapshot: Mapping[str, Any] | None) -> ServerState:
+    raw = _mapping(snapshot).get("state")
+    try:
+        return ServerState(str(raw).upper())
+    except ValueError:
+        return ServerState.ERROR if raw else ServerState.STOPPED
+
+
+def server_message(snapshot: Mapping[str, Any] | None) -> str:
+    message = _mapping(snapshot).get("message")
+    return str(message) if message else ""
+
+
+def resource(snapshot: Mapping[str, Any] | None, name: str) -> Mapping[str, Any]:
+    return _mapping(_mapping(_mapping(snapshot).get("resources")).get(name))
+
+
+def offered_devices(snapshot: Mapping[str, Any] | None) -> list[Device] | None:
+    """Devices the running server's ONNX Runtime really offers (`models.devices`), None when not reported.
+
+    Unknown names are dropped rather than trusted: the preference enum must only ever hold contract ids.
+    """
+    raw = resource(snapshot, "models").get("devices")
+    if not isinstance(raw, (list, tuple)):
+        return None
+    devices: list[Device] = []
+    for name in raw:
+        try:
+            device = Device(str(name).lower())
+        except ValueError:
+            continue
+        if device not in devices:
+            devices.append(device)
+    return devices or None
+
+
+def loaded_models(snapshot: Mapping[str, Any] | None) -> list[LoadedModel]:
+    """Loaded sessions from the models resource (`loaded`, or `sessions`), skipping malformed entries."""
+    models = resource(snapshot, "models")
+    raw = models.get("loaded", models.get("sessions"))
+    if isinstance(raw, Mapping):  # {"background": {...}, ...} keyed by family
+        raw = [{"family": family, **_mapping(entry)} for family, entry in raw.items()]
+    loaded = []
+    for entry in raw if isinstance(raw, (list, tuple)) else ():
+        entry = _mapping(entry)
+        model = entry.get("model") or entry.get("key")
+        if not model:
+            continue
+        device = entry.get("provider_device") or entry.get("device") or "?"
+        loaded.append(LoadedModel(str(entry.get("family") or ""), str(model), str(device)))
+    return loaded
+
+
+def ready_models(snapshot: Mapping[str, Any] | None) -> set[str] | None:
+    """Model keys the server verified as ready (`models.ready`), None when it does not say."""
+    raw = resource(snapshot, "models").get("ready")
+    if isinstance(raw, (list, tuple)):
+        return {str(key) for key in raw}
+    if isinstance(raw, Mapping):
+        return {str(key) for key, ready in raw.items() if ready}
+    return None
+
+
+def uses_mirror(snapshot: Mapping[str, Any] | None) -> bool:
+    """True when the server switched model downloads to the mirror (recorded by the download code)."""
+    for name in ("downloads", "models"):
+        entry = resource(snapshot, name)
+        if entry.get("mirror") is True or str(entry.get("source", "")).lower() == "mirror":
+            return True
+    return False
+
+
+def active_job_progress(snapshot: Mapping[str, Any] | None) -> JobProgress | None:
+    job = _mapping(_mapping(snapshot).get("active_job"))
+    if not job:
+        return None
+    try:
+        fraction = min(max(float(job.get("progress", 0.0)), 0.0), 1.0)
+    except (TypeError, ValueError):
+        fraction = 0.0
+    return JobProgress(fraction, str(job.get("message") or job.get("job_type") or "Working"))
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

@@ -1,0 +1,147 @@
+"""Preferences under real Blender: defaults, the device list per platform, invalid stored values, round trip."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import addon_utils
+import bpy
+import pytest
+
+
+@pytest.fixture
+def prefs(addon, monkeypatch):
+    from imageforge import preferences, runtime
+
+    monkeypatch.setattr(preferences, "_last_offered", [])
+    server = runtime.get_runtime().server
+    saved = server.snapshot
+    yield preferences.get_preferences()
+    server.snapshot = saved
+
+
+def report_devices(snapshot_devices):
+    from imageforge import runtime
+
+    runtime.get_runtime().server.snapshot = {
+        "state": "READY",
+        "resources": {"models": {"devices": snapshot_devices}},
+    }
+
+
+@pytest.mark.parametrize(
+    ("platform", "expected", "default"),
+    [
+        ("linux", ["auto", "cuda", "cpu"], "auto"),
+        ("windows", ["auto", "directml", "cpu"], "auto"),
+        ("macos", ["cpu", "coreml"], "cpu"),
+        ("other", ["auto", "cpu"], "auto"),
+    ],
+)
+def test_device_fallback_list_before_setup_per_platform(prefs, monkeypatch, platform, expected, default):
+    from imageforge import choices, preferences
+
+    monkeypatch.setattr(choices, "current_platform", lambda: platform)
+    assert [device.value for device in preferences.available_devices()] == expected
+    assert prefs.device == default
+    assert preferences.job_device(prefs).value == default
+
+
+def test_device_list_comes_from_the_server_and_is_remembered(prefs, monkeypatch):
+    from imageforge import choices, preferences, runtime
+
+    monkeypatch.setattr(choices, "current_platform", lambda: "linux")
+    prefs.device = "cuda"
+    assert prefs.stored_device == "cuda"
+    report_devices(["cpu", "bogus", 7, "CPU"])  # a machine without CUDA; junk entries are ignored
+    assert [device.value for device in preferences.available_devices()] == ["auto", "cpu"]
+    assert prefs.device == "auto"  # the stored choice is not offered here: fall back, no error
+    assert prefs.stored_device == "cuda"  # ... but it is kept for when it is offered again
+    assert preferences.job_device(prefs).value == "auto"
+    report_devices(["cuda", "cpu"])
+    assert prefs.device == "cuda"
+    runtime.get_runtime().server.snapshot = {"state": "STOPPED", "message": "Stopped"}
+    assert [device.value for device in preferences.available_devices()] == ["auto", "cuda", "cpu"]
+
+
+def test_macos_lists_cpu_first_even_when_the_server_lists_coreml_first(prefs, monkeypatch):
+    from imageforge import choices, preferences
+
+    monkeypatch.setattr(choices, "current_platform", lambda: "macos")
+    report_devices(["coreml", "cpu"])
+    assert [device.value for device in preferences.available_devices()] == ["cpu", "coreml"]
+    assert prefs.device == "cpu"
+
+
+def test_malformed_snapshots_fall_back_to_the_platform_list(prefs, monkeypatch):
+    from imageforge import choices, preferences, runtime
+
+    monkeypatch.setattr(choices, "current_platform", lambda: "windows")
+    for snapshot in ({"resources": "nonsense"}, {"resources": {"models": {"devices": "cpu"}}}, None, []):
+        runtime.get_runtime().server.snapshot = snapshot
+        assert [device.value for device in preferences.available_devices()] == ["auto", "directml", "cpu"]
+
+
+def test_invalid_stored_values_fall_back_to_defaults(prefs, monkeypatch):
+    from imageforge import choices, preferences
+    from imageforge.contract.catalog import Family
+
+    monkeypatch.setattr(choices, "current_platform", lambda: "linux")
+    prefs.stored_device = "mps"
+    prefs.stored_max_input_size = 100_000
+    prefs.stored_resolution_level = -3
+    prefs.stored_model_upscale = "A_MODEL_THE_CATALOG_DROPPED"
+    assert (prefs.device, prefs.max_input_size, prefs.resolution_level) == ("auto", 2048, 9)
+    assert prefs.model_upscale == "REALESRGAN_GENERAL_X4V3"  # the catalog's default upscaler
+    assert preferences.job_model(prefs, Family.UPSCALE) == "REALESRGAN_GENERAL_X4V3"
+    assert preferences.job_max_input_size(prefs) == 2048
+
+
+def test_sizes_snap_to_256_and_models_per_family(prefs):
+    from imageforge import preferences
+    from imageforge.contract.catalog import Family
+
+    prefs.max_input_size = 1000
+    assert prefs.max_input_size == 1024
+    prefs.max_input_size = 300
+    assert prefs.max_input_size == 256
+    prefs.max_input_size = 99999  # Blender clamps to the hard maximum first
+    assert prefs.max_input_size == 8192
+    assert prefs.model_background == "BEN2_BASE"
+    assert prefs.model_geometry == "MOGE2_VITB_NORMAL"
+    prefs.model_geometry = "MOGE2_VITS_NORMAL"
+    assert preferences.job_model(prefs, Family.GEOMETRY) == "MOGE2_VITS_NORMAL"
+    with pytest.raises(TypeError):
+        prefs.model_geometry = "BEN2_BASE"  # not a geometry model: Blender's enum refuses it
+
+
+def test_storage_root_default_and_saved_location(prefs, tmp_path):
+    from imageforge import preferences, runtime
+
+    assert preferences.storage_root() == Path(os.environ["IMAGEFORGE_STORAGE_ROOT"])
+    runtime.get_runtime().storage_root(tmp_path / "moved")  # what BlendJob's migrate flow calls to save
+    assert prefs.storage_root == str(tmp_path / "moved")
+    assert runtime.get_runtime().storage_root() == (tmp_path / "moved").resolve()
+    prefs.storage_root = ""
+
+
+def test_preferences_survive_save_and_reload(prefs):
+    config = Path(os.environ["BLENDER_USER_RESOURCES"]) / "config" / "userpref.blend"
+    prefs.max_input_size = 1536
+    prefs.model_upscale = "REALESRGAN_X4PLUS"
+    prefs.resolution_level = 4
+    prefs.device = "cpu"
+    try:
+        assert bpy.ops.wm.save_userpref() == {"FINISHED"}
+        prefs.max_input_size = 4096
+        prefs.model_upscale = "REALESRGAN_GENERAL_X4V3"
+        assert bpy.ops.wm.read_userpref() == {"FINISHED"}  # unregisters the add-on's classes
+        addon_utils.enable("imageforge", default_set=True)
+        from imageforge import preferences
+
+        reloaded = preferences.get_preferences()
+        assert (reloaded.max_input_size, reloaded.model_upscale) == (1536, "REALESRGAN_X4PLUS")
+        assert (reloaded.resolution_level, reloaded.device) == (4, "cpu")
+    finally:
+        config.unlink(missing_ok=True)
