@@ -197,3 +197,11 @@ def test_device_change_in_a_family_releases_before_loading(storage_root, upscale
     assert runtime.module.creations[-1].alive_before == 0
     assert runtime.module.creations[-1].options["intra_op_num_threads"] == 2
     assert handle.provider == DML
+
+
+def test_threads_override_per_acquire_reloads_with_it(storage_root, upscaler, fake_runtime):
+    runtime = fake_runtime()
+    models = ModelManager(storage_root, detect=lambda: runtime, threads=2)
+    models.acquire(upscaler)
+    models.acquire(upscaler, threads=5)
+    assert [creation.options["intra_op_num_threads"] for creation in runtime.module.creations] == [2, 5]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -103,20 +104,33 @@ class ModelManager:
         *,
         provider_options: Mapping[str, str] | None = None,
         free_dimensions: Mapping[str, int] | None = None,
+        threads: int | None = None,
         warn: Warn | None = None,
     ) -> SessionHandle:
-        """The session for `entry` on `device`, loaded now or reused; warnings about the device go to `warn`."""
+        """The session for `entry` on `device`, loaded now or reused; warnings about the device go to `warn`.
+
+        `provider_options` are the model's own options for the chosen accelerator (MoGe-2 on CoreML:
+        `{"RequireStaticInputShapes": "1"}`); `threads` overrides the manager's `intra_op_num_threads`.
+        """
         runtime = self.runtime
         choice = resolve_device(device, runtime)
-        files = self._files(entry)
-        options = dict(provider_options or {})
-        dimensions = dict(free_dimensions or {})
+        request = SessionRequest(
+            name=entry.key,
+            files=self._files(entry),
+            device=choice.device,
+            provider_options=dict(provider_options or {}),
+            free_dimensions=dict(free_dimensions or {}),
+            threads=threads or self.threads,
+            label=entry.label,
+        )
+        stats = [path.stat() for path in request.files]
         key = (
             entry.key,
             choice.device,
-            tuple((str(path), path.stat().st_size, path.stat().st_mtime_ns) for path in files),
-            tuple(sorted(options.items())),
-            tuple(sorted(dimensions.items())),
+            tuple((str(path), info.st_size, info.st_mtime_ns) for path, info in zip(request.files, stats, strict=True)),
+            tuple(sorted(request.provider_options.items())),
+            tuple(sorted(request.free_dimensions.items())),
+            request.threads,
         )
         with self._load_lock:
             if self._closed:
@@ -126,7 +140,7 @@ class ModelManager:
                 loaded = cached[1]
             else:
                 self._release(entry.family)
-                loaded = self._load(runtime, entry, key, choice.device, files, options, dimensions)
+                loaded = self._load(runtime, entry.family, key, request)
         for message in (choice.warning, self._cpu_pins.get(key) or loaded.current().fallback):
             if message:
                 log.warning("%s", message)
@@ -198,15 +212,14 @@ class ModelManager:
                 raise ModelUnavailableError(f"{entry.label} is not downloaded; download it in the preferences.")
         return paths
 
-    def _load(self, runtime, entry, key, device, files, options, dimensions) -> LoadedSession:
-        target = Device.CPU if key in self._cpu_pins else device
-        request = SessionRequest(entry.key, files, target, options, dimensions, self.threads, entry.label)
-        created = create_session(runtime, request, coreml_cache=self._coreml_cache)
-        log.info("Loaded %s on %s in %.3f s", entry.key, created.provider, created.load_seconds)
-        loaded = LoadedSession(runtime, request, created, self._coreml_cache)
+    def _load(self, runtime: OrtRuntime, family: Family, key: tuple, request: SessionRequest) -> LoadedSession:
+        pinned = replace(request, device=Device.CPU) if key in self._cpu_pins else request
+        created = create_session(runtime, pinned, coreml_cache=self._coreml_cache)
+        log.info("Loaded %s on %s in %.3f s", request.name, created.provider, created.load_seconds)
+        loaded = LoadedSession(runtime, request, created)
         loaded.on_cpu_fallback = lambda message: self._cpu_pins.__setitem__(key, message)
         with self._state_lock:
-            self._loaded[entry.family] = (key, loaded)
+            self._loaded[family] = (key, loaded)
         return loaded
 
     def _release(self, family: Family) -> None:

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...contract import Device, ImageForgeError, ResourceExhaustedError
-from .coreml_cache import CoreMLCache
 from .devices import OrtRuntime
 from .failures import MEMORY_MESSAGE, describe, is_caller_error, is_memory_exhaustion
 from .session_factory import CreatedSession, SessionRequest, create_session
@@ -38,7 +37,6 @@ class LoadedSession:
     runtime: OrtRuntime
     request: SessionRequest
     created: CreatedSession | None
-    coreml_cache: CoreMLCache | None = None
     on_cpu_fallback: Callable[[str], None] = lambda message: None
     runs: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
