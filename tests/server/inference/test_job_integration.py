@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 from blendjob.server import JobContext
 
@@ -26,7 +28,9 @@ def test_server_registers_models_and_a_job_runs_through_it(storage_root, upscale
         handle = context.resource("models").acquire(upscaler, Device.CPU, warn=job_warner(context))
         image = np.ones((1, 3, 4, 4), np.float32)
         np.testing.assert_array_equal(handle.run({"input": image}, last_run=True)["output"], upscaler_reference(image))
-        assert server.resource_snapshot("models")["loaded"][0]["model"] == "KIT_UPSCALER"
+        snapshot = server.resource_snapshot("models")
+        assert snapshot["loaded"][0]["model"] == "KIT_UPSCALER"
+        assert json.loads(json.dumps(snapshot)) == snapshot  # /health serves it as JSON
         assert server.clear_resource("models") is True
         assert server.resource_snapshot("models")["loaded"] == []
     finally:
