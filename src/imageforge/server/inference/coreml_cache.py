@@ -17,6 +17,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..downloads.store import sha256_of
+
 CACHE_FOLDER = Path("cache") / "coreml"
 KEY_FILE = "key.json"
 
@@ -24,22 +26,17 @@ _digests: dict[tuple[str, int, int], str] = {}
 _digests_lock = threading.Lock()
 
 
-def file_digest(path: Path, chunk_size: int = 4 * 1024 * 1024) -> str:
+def file_digest(path: Path) -> str:
     """SHA-256 of a model file, remembered per (path, size, mtime) so a reload does not rehash a gigabyte."""
     info = path.stat()
     memo_key = (str(path.resolve()), info.st_size, info.st_mtime_ns)
     with _digests_lock:
         known = _digests.get(memo_key)
-    if known is not None:
-        return known
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(chunk_size):
-            digest.update(chunk)
-    value = digest.hexdigest()
-    with _digests_lock:
-        _digests[memo_key] = value
-    return value
+    if known is None:
+        known = sha256_of(path)
+        with _digests_lock:
+            _digests[memo_key] = known
+    return known
 
 
 def cache_key(
