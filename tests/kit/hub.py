@@ -1,21 +1,37 @@
-"""A loopback HTTP server that serves model files like the Hugging Face hub and like a mirror.
+"""A loopback HTTP server that serves model files like the Hugging Face hub, like a mirror, and like a proxy.
 
 Hub URLs:    /{repository}/resolve/main/{path}
 Mirror URLs: /mirror/{directory}/{path}    (so the mirror base URL is f"{hub.url}/mirror")
+CDN URLs:    /cdn/{sha256}                  (where resolve URLs redirect when `lfs_redirect` is on)
 
-Supports HEAD, GET, `Range: bytes=N-` (206 + Content-Range), ETag and Content-Length, and switchable
-faults per file path: "404", "stall" (headers then silence), "drop" (connection closed mid-file),
-"wrong_bytes" (same length, different content), "slow" (small chunks with pauses), "ignore_range".
-Every request is recorded (path, Range header, bytes sent) so tests can assert what was asked for.
+It answers what `huggingface_hub` 0.36's `hf_hub_download` asks (read from its source): a HEAD on the
+resolve URL must carry `X-Repo-Commit`, an `ETag` (for LFS files `X-Linked-Etag`, the SHA-256) and a size
+(`X-Linked-Size` or `Content-Length`); a missing file is a 404 with `X-Error-Code: EntryNotFound` (or
+`RepoNotFound`); then a GET, with `Range: bytes=N-` when it resumes. Like the real hub, `lfs_redirect`
+answers resolve URLs with a 302 to an absolute CDN URL.
+
+Supports HEAD, GET, `Range: bytes=N-` (206 + Content-Range, 416 past the end), and faults per URL path:
+"404", "500", "hang" (accepts, never answers), "stall" (headers then silence), "drop" (connection closed
+mid-file after `drop_after` bytes), "wrong_bytes" (same length, other content), "slow" (1 KiB chunks with
+`slow_delay` pauses), "ignore_range". `set_fault(key, fault, times=n)` makes a fault last n requests.
+Requests in absolute form (`GET http://host/path`) are served too and recorded as `proxied`: the hub is
+then acting as the system's HTTP proxy. Every request is recorded (path, Range header, status, bytes sent).
+
+`Blackhole` is an address whose TCP connects never complete: the unreachable hub of a filtered network.
 """
 
 from __future__ import annotations
 
 import hashlib
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote, urlsplit
+
+HUB_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+CHUNK = 64 * 1024
 
 
 @dataclass
@@ -24,16 +40,21 @@ class RecordedRequest:
     path: str
     range: str | None
     bytes_sent: int = 0
+    status: int = 0
+    proxied: bool = False
 
 
 @dataclass
 class LoopbackHub:
     files: dict[str, bytes] = field(default_factory=dict)  # URL path (without leading '/') -> content
     faults: dict[str, str] = field(default_factory=dict)  # URL path -> fault name
+    fault_budget: dict[str, int] = field(default_factory=dict)  # URL path -> requests left for its fault
     requests: list[RecordedRequest] = field(default_factory=list)
     down: bool = False  # refuse everything with 503 (the server still accepts connections)
+    lfs_redirect: bool = False  # resolve URLs answer 302 to /cdn/{sha256}, as huggingface.co does for LFS
     stall_seconds: float = 30.0
     drop_after: int = 4096
+    slow_delay: float = 0.01
 
     def add_hub_file(self, repository: str, path: str, content: bytes) -> str:
         key = f"{repository}/resolve/main/{path}"
@@ -44,6 +65,17 @@ class LoopbackHub:
         key = f"mirror/{directory}/{path}"
         self.files[key] = content
         return key
+
+    def set_fault(self, key: str, fault: str, *, times: int | None = None) -> None:
+        """Inject `fault` on `key`, for every request or only the next `times` ones."""
+        self.faults[key] = fault
+        if times is None:
+            self.fault_budget.pop(key, None)
+        else:
+            self.fault_budget[key] = times
+
+    def served(self, key: str, method: str = "GET") -> list[RecordedRequest]:
+        return [record for record in self.requests if record.path == key and record.method == method]
 
     def start(self) -> LoopbackHub:
         hub = self
@@ -60,9 +92,9 @@ class LoopbackHub:
             def do_GET(self):
                 hub._serve(self, head=False)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
         return self
 
@@ -70,6 +102,10 @@ class LoopbackHub:
     def url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
+
+    @property
+    def mirror(self) -> str:
+        return f"{self.url}/mirror"
 
     def stop(self) -> None:
         self._server.shutdown()
@@ -81,17 +117,53 @@ class LoopbackHub:
     def __exit__(self, *_exc) -> None:
         self.stop()
 
-    def _serve(self, handler: BaseHTTPRequestHandler, *, head: bool) -> None:
-        key = handler.path.split("?", 1)[0].lstrip("/")
-        record = RecordedRequest(handler.command, key, handler.headers.get("Range"))
-        self.requests.append(record)
+    def _take_fault(self, key: str) -> str | None:
         fault = self.faults.get(key)
-        content = self.files.get(key)
-        if self.down:
-            self._empty(handler, 503)
+        if fault is not None and key in self.fault_budget:
+            self.fault_budget[key] -= 1
+            if self.fault_budget[key] <= 0:
+                del self.faults[key], self.fault_budget[key]
+        return fault
+
+    def _lookup(self, key: str) -> bytes | None:
+        if key.startswith("cdn/"):
+            wanted = key[4:]
+            return next((data for data in self.files.values() if hashlib.sha256(data).hexdigest() == wanted), None)
+        return self.files.get(key)
+
+    def _serve(self, handler: BaseHTTPRequestHandler, *, head: bool) -> None:
+        target = handler.path
+        proxied = target.startswith(("http://", "https://"))
+        if proxied:
+            target = urlsplit(target).path or "/"
+        key = unquote(target.split("?", 1)[0].lstrip("/"))
+        record = RecordedRequest(handler.command, key, handler.headers.get("Range"), proxied=proxied)
+        self.requests.append(record)
+        fault = self._take_fault(key)
+        if fault == "hang":
+            time.sleep(self.stall_seconds)
+            handler.close_connection = True
             return
+        if self.down or fault == "500":
+            self._empty(handler, record, 503 if self.down else 500)
+            return
+        content = self._lookup(key)
         if content is None or fault == "404":
-            self._empty(handler, 404)
+            repository_known = "/resolve/" in key and any(
+                name.startswith(key.split("/resolve/", 1)[0] + "/resolve/") for name in self.files
+            )
+            code = "EntryNotFound" if repository_known else "RepoNotFound"
+            self._empty(handler, record, 404, {"X-Error-Code": code, "X-Repo-Commit": HUB_COMMIT})
+            return
+        sha256 = hashlib.sha256(content).hexdigest()
+        hub_headers = {
+            "X-Repo-Commit": HUB_COMMIT,
+            "X-Linked-Etag": f'"{sha256}"',
+            "X-Linked-Size": str(len(content)),
+            "ETag": f'"{sha256}"',
+        }
+        if self.lfs_redirect and "/resolve/" in key:
+            self._empty(handler, record, 302, {**hub_headers, "Location": f"{self.url}/cdn/{sha256}"})
             return
         if fault == "wrong_bytes":
             content = bytes(byte ^ 0xFF for byte in content)
@@ -100,25 +172,30 @@ class LoopbackHub:
         if requested and fault != "ignore_range" and requested.startswith("bytes=") and requested.endswith("-"):
             start = int(requested[6:-1])
             if start >= len(content):
-                handler.send_response(416)
-                handler.send_header("Content-Range", f"bytes */{len(content)}")
-                handler.send_header("Content-Length", "0")
-                handler.end_headers()
+                self._empty(handler, record, 416, {"Content-Range": f"bytes */{len(content)}"})
                 return
+            record.status = 206
             handler.send_response(206)
             handler.send_header("Content-Range", f"bytes {start}-{len(content) - 1}/{len(content)}")
         else:
+            record.status = 200
             handler.send_response(200)
         body = content[start:]
         handler.send_header("Content-Length", str(len(body)))
-        handler.send_header("ETag", '"' + hashlib.sha256(content).hexdigest() + '"')
         handler.send_header("Accept-Ranges", "bytes")
+        for name, value in hub_headers.items():
+            if "/resolve/" in key or name == "ETag":
+                handler.send_header(name, value)
         handler.end_headers()
         if head:
             return
+        self._send_body(handler, record, body, fault)
+
+    def _send_body(self, handler: BaseHTTPRequestHandler, record: RecordedRequest, body: bytes, fault) -> None:
         try:
             if fault == "stall":
                 time.sleep(self.stall_seconds)
+                handler.close_connection = True
                 return
             if fault == "drop":
                 sent = body[: self.drop_after]
@@ -127,17 +204,62 @@ class LoopbackHub:
                 handler.wfile.flush()
                 handler.close_connection = True
                 return
-            step = 1024 if fault == "slow" else 256 * 1024
+            step = 1024 if fault == "slow" else CHUNK
             for offset in range(0, len(body), step):
                 handler.wfile.write(body[offset : offset + step])
                 record.bytes_sent += len(body[offset : offset + step])
                 if fault == "slow":
-                    time.sleep(0.01)
+                    time.sleep(self.slow_delay)
         except (BrokenPipeError, ConnectionResetError):
             handler.close_connection = True
 
     @staticmethod
-    def _empty(handler: BaseHTTPRequestHandler, code: int) -> None:
+    def _empty(handler: BaseHTTPRequestHandler, record: RecordedRequest, code: int, headers=None) -> None:
+        record.status = code
         handler.send_response(code)
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
         handler.send_header("Content-Length", "0")
         handler.end_headers()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Clients that hang up mid-request (timeouts, cancellations) are the point of these tests, not errors."""
+
+    def handle_error(self, request, client_address) -> None:
+        pass
+
+
+class Blackhole:
+    """A loopback address that accepts no connection: connects time out, as on a filtered network.
+
+    The listening socket has a backlog of zero and one connection already waiting in it, so the kernel drops
+    every further SYN and the client's connect runs into its timeout instead of being refused.
+    """
+
+    def __enter__(self) -> Blackhole:
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(0)
+        self._fillers: list[socket.socket] = []
+        address = self._listener.getsockname()
+        while True:  # fill the accept queue until a connect no longer completes
+            filler = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            filler.settimeout(0.2)
+            try:
+                filler.connect(address)
+            except OSError:
+                filler.close()
+                break
+            self._fillers.append(filler)
+        return self
+
+    @property
+    def url(self) -> str:
+        host, port = self._listener.getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    def __exit__(self, *_exc) -> None:
+        for filler in self._fillers:
+            filler.close()
+        self._listener.close()

@@ -1,135 +1,241 @@
-"""Stream one model file into `<name>.part`, hashing while writing, then rename it into place.
+"""Stream one URL into `<name>.part`, hashing while writing, and rename it into place only when it is right.
 
-An existing `.part` is resumed with an HTTP Range request (the hash first catches up over its bytes); a
-server that ignores Range sends the whole file and the download restarts cleanly. Cancelling keeps the
-`.part` for the next attempt; a wrong size or hash deletes it.
+- Resume: an existing `.part` is hashed first (so the digest covers every byte), then the rest is asked for
+  with `Range: bytes=N-`. A server that ignores Range answers 200 with the whole file: we start over from
+  byte 0 in the same response instead of appending a second copy.
+- Verification: the declared size is checked as soon as the server states its own (no point downloading
+  400 MB of the wrong file), and again at the end with the SHA-256. A wrong file is deleted.
+- Nothing half-done is ever at the final path: the rename happens after the fsync and the hash check.
+- Cancellation is checked between chunks (64 KiB, so a slow link still reacts within a chunk); it keeps
+  the `.part`. A full disk deletes the `.part`: keeping it would only keep the disk full.
+
+Requests go through the caller's `requests.Session`, which honours system proxies, with a short connect
+timeout and a long idle-read timeout (see sources.py).
 """
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import http.client
 import os
-import urllib.error
-import urllib.request
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
 
-from ...contract import ModelUnavailableError, ResourceExhaustedError
+from ...contract import ModelUnavailableError
+from .failures import (
+    DownloadCancelled,
+    FileRejected,
+    SourceRefused,
+    SourceUnreachable,
+    disk_full,
+    is_disk_full,
+)
+from .sources import Timeouts
+from .store import part_path
 
-CHUNK_SIZE = 1024 * 1024
-CONNECT_TIMEOUT = 6.0
-HF_ENDPOINT_VARIABLE = "HF_ENDPOINT"
-DEFAULT_HUB = "https://huggingface.co"
+if TYPE_CHECKING:
+    import requests
 
-Progress = Callable[[int], None]  # bytes received so far in this file
+CHUNK_SIZE = 64 * 1024
+CATCH_UP_CHUNK = 4 * 1024 * 1024
 
-
-class DownloadCancelled(Exception):
-    """Raised between chunks when the job was cancelled; the `.part` file is kept for resuming."""
+Progress = Callable[[int, "int | None"], None]  # (bytes of this file on disk so far, its size if known)
+PartOpener = Callable[[Path, int], BinaryIO]  # (the .part path, offset to continue at) -> writable file
 
 
-class SourceUnreachable(ModelUnavailableError):
-    """The source could not be contacted (connection refused, timed out, DNS)."""
+@dataclass(frozen=True)
+class Expected:
+    size: int | None = None
+    sha256: str | None = None
 
 
 @dataclass(frozen=True)
 class FetchOutcome:
     path: Path
-    requested_bytes: int  # bytes the server was asked for (less than the size when resumed)
+    size: int
+    sha256: str
+    resumed_from: int  # bytes of an earlier `.part` that were kept
+    requested_bytes: int  # bytes the server was asked for (the file size minus `resumed_from`)
 
 
-def hub_url(repository: str, path: str) -> str:
-    endpoint = os.environ.get(HF_ENDPOINT_VARIABLE, DEFAULT_HUB).rstrip("/")
-    return f"{endpoint}/{repository}/resolve/main/{path}"
-
-
-def part_path(destination: Path) -> Path:
-    return destination.with_name(destination.name + ".part")
+def open_part(path: Path, offset: int) -> BinaryIO:
+    """The default writer: continue a `.part` at `offset`, or create it."""
+    if offset:
+        stream = path.open("r+b")
+        stream.seek(offset)
+        stream.truncate()
+        return stream
+    return path.open("wb")
 
 
 def fetch_file(
+    session: requests.Session,
     url: str,
     destination: Path,
     *,
-    size: int,
-    sha256: str,
-    on_progress: Progress = lambda _received: None,
+    expected: Expected,
+    timeouts: Timeouts,
+    on_progress: Progress = lambda _received, _total: None,
     cancelled: Callable[[], bool] = lambda: False,
-    connect_timeout: float = CONNECT_TIMEOUT,
+    writer: PartOpener = open_part,
 ) -> FetchOutcome:
     destination.parent.mkdir(parents=True, exist_ok=True)
     partial = part_path(destination)
+    name = destination.name
+    host = url.split("://", 1)[-1].split("/", 1)[0]
+    digest, offset = _catch_up(partial, expected.size)
+    if expected.size is not None and offset == expected.size:
+        # A complete `.part` whose rename never happened: verify it without the network.
+        return _finish(partial, destination, digest, offset, expected, resumed_from=offset, requested=0)
+    if cancelled():
+        raise DownloadCancelled()
+    response = _request(session, url, name, host, offset, timeouts)
+    if offset and (response.status_code == 416 or range_start(response) not in (None, offset)):
+        response.close()  # the server's copy is shorter than our `.part`, or it answered another range
+        partial.unlink(missing_ok=True)
+        digest, offset = hashlib.sha256(), 0
+        response = _request(session, url, name, host, 0, timeouts)
+    with response:
+        if offset and response.status_code != 206:  # Range ignored: the body is the whole file, start over
+            digest, offset = hashlib.sha256(), 0
+        total = stated_total(response, offset)
+        if expected.size is not None and total is not None and total != expected.size:
+            partial.unlink(missing_ok=True)
+            raise FileRejected(
+                f"{name} on {host} is {total} bytes but the catalog declares {expected.size}; nothing was kept."
+            )
+        received = _stream(response, partial, offset, digest, expected, name, host, on_progress, cancelled, writer)
+    if (expected.size is not None and received < expected.size) or (total is not None and received != total):
+        raise SourceUnreachable(f"{name}: {host} ended the transfer early; it will resume.", progressed=True)
+    return _finish(
+        partial, destination, digest, received, expected, resumed_from=offset, requested=(total or received) - offset
+    )
+
+
+def _catch_up(partial: Path, size: int | None) -> tuple[hashlib._Hash, int]:
+    """Hash what an earlier attempt left, so the final digest covers the whole file."""
     digest = hashlib.sha256()
-    offset = 0
-    if partial.exists():
+    try:
         offset = partial.stat().st_size
-        if offset > size:
-            partial.unlink()
-            offset = 0
-        else:
-            with partial.open("rb") as stream:
-                while chunk := stream.read(CHUNK_SIZE):
-                    digest.update(chunk)
-    headers = {"User-Agent": "ImageForge"}
+    except OSError:
+        return digest, 0
+    if size is not None and offset > size:
+        partial.unlink(missing_ok=True)
+        return digest, 0
+    with partial.open("rb") as stream:
+        while chunk := stream.read(CATCH_UP_CHUNK):
+            digest.update(chunk)
+    return digest, offset
+
+
+def _request(session, url: str, name: str, host: str, offset: int, timeouts: Timeouts):
+    import requests
+
+    headers = {"Accept-Encoding": "identity"}  # sizes and hashes are of the raw file
     if offset:
         headers["Range"] = f"bytes={offset}-"
     try:
-        response = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=connect_timeout)
-    except urllib.error.HTTPError as error:
-        if error.code == 416 and offset == size:
-            response = None  # the .part is already complete
-        else:
-            raise ModelUnavailableError(f"{destination.name}: the server answered HTTP {error.code}.") from error
-    except (urllib.error.URLError, OSError) as error:
-        raise SourceUnreachable(f"{destination.name}: cannot reach {url.split('/')[2]} ({error}).") from error
-    requested = 0
-    if response is not None:
-        with response:
-            if offset and response.status != 206:  # Range ignored: start over
-                offset = 0
-                digest = hashlib.sha256()
-            requested = size - offset
-            try:
-                _stream(response, partial, offset, digest, size, on_progress, cancelled)
-            except (OSError, http.client.HTTPException) as error:
-                if getattr(error, "errno", None) == errno.ENOSPC:
-                    partial.unlink(missing_ok=True)
-                    raise ResourceExhaustedError(
-                        f"The disk is full while downloading {destination.name}; free some space and retry."
-                    ) from error
-                raise ModelUnavailableError(f"{destination.name}: the download was interrupted ({error}).") from error
-    received = partial.stat().st_size
-    if received != size:
-        if received > size:
-            partial.unlink(missing_ok=True)
-        raise ModelUnavailableError(
-            f"{destination.name}: received {received} of {size} bytes; the download will resume next time."
+        response = session.get(url, headers=headers, stream=True, timeout=timeouts.as_requests())
+    except requests.RequestException as error:
+        raise SourceUnreachable(f"Cannot reach {host} for {name} ({_reason(error)}).") from error
+    if response.status_code >= 500:
+        response.close()
+        raise SourceUnreachable(f"{host} failed to serve {name} (HTTP {response.status_code}).")
+    if response.status_code >= 400 and not (response.status_code == 416 and offset):
+        response.close()
+        raise SourceRefused(
+            f"{name} is not available from {host} (HTTP {response.status_code}).", status=response.status_code
         )
-    if digest.hexdigest() != sha256.lower():
+    return response
+
+
+_CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)")
+
+
+def range_start(response) -> int | None:
+    if response.status_code != 206:
+        return None
+    match = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
+    return int(match.group(1)) if match else -1
+
+
+def stated_total(response, offset: int) -> int | None:
+    """The whole file's size as the server states it, or None when it does not say."""
+    if response.status_code == 206:
+        match = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
+        if match and match.group(3) != "*":
+            return int(match.group(3))
+    length = response.headers.get("Content-Length")
+    if length is None or not length.isdigit():
+        return None
+    return int(length) + (offset if response.status_code == 206 else 0)
+
+
+def _stream(response, partial, offset, digest, expected, name, host, on_progress, cancelled, writer) -> int:
+    import requests
+
+    received = offset
+    try:
+        with writer(partial, offset) as output:
+            on_progress(received, expected.size or stated_total(response, offset))
+            chunks = response.iter_content(CHUNK_SIZE)
+            while True:
+                if cancelled():
+                    raise DownloadCancelled()
+                chunk = next(chunks, b"")
+                if not chunk:
+                    break
+                if expected.size is not None and received + len(chunk) > expected.size:
+                    raise FileRejected(f"{name}: {host} sent more than the declared {expected.size} bytes.")
+                output.write(chunk)
+                digest.update(chunk)
+                received += len(chunk)
+                on_progress(received, expected.size or stated_total(response, offset))
+            output.flush()
+            os.fsync(output.fileno())
+    except FileRejected:
         partial.unlink(missing_ok=True)
-        raise ModelUnavailableError(f"{destination.name}: the downloaded file is corrupt (SHA-256 mismatch).")
+        raise
+    except (requests.RequestException, http.client.HTTPException) as error:
+        raise SourceUnreachable(
+            f"{name}: the connection to {host} broke after {received} bytes ({_reason(error)}); it will resume.",
+            progressed=received > offset,
+        ) from error
+    except OSError as error:
+        if is_disk_full(error):
+            partial.unlink(missing_ok=True)
+            raise disk_full(partial) from error
+        raise ModelUnavailableError(f"Cannot write {partial}: {error.strerror or error}.") from error
+    return received
+
+
+def _finish(partial, destination, digest, size, expected, *, resumed_from, requested) -> FetchOutcome:
+    sha256 = digest.hexdigest()
+    if expected.sha256 is not None and sha256 != expected.sha256.lower():
+        partial.unlink(missing_ok=True)
+        raise FileRejected(f"{destination.name} does not match its declared SHA-256; the download was deleted.")
     os.replace(partial, destination)
-    return FetchOutcome(destination, requested)
+    return FetchOutcome(destination, size, sha256, resumed_from, requested)
 
 
-def _stream(response, partial: Path, offset: int, digest, size: int, on_progress: Progress, cancelled) -> None:
-    with partial.open("r+b" if offset else "wb") as output:
-        output.seek(offset)
-        output.truncate()
-        received = offset
-        on_progress(received)
-        while True:
-            if cancelled():
-                raise DownloadCancelled()
-            chunk = response.read(CHUNK_SIZE)
-            if not chunk:
-                break
-            if received + len(chunk) > size:
-                raise ModelUnavailableError(f"{partial.name[:-5]}: the server sent more bytes than declared.")
-            output.write(chunk)
-            digest.update(chunk)
-            received += len(chunk)
-            on_progress(received)
+def _reason(error: BaseException) -> str:
+    """A short cause for a one-sentence message: 'timed out', 'connection refused', ..."""
+    text = str(error).lower()
+    for needle, reason in (
+        ("timed out", "timed out"),
+        ("timeout", "timed out"),
+        ("refused", "connection refused"),
+        ("name or service", "unknown host"),
+        ("nodename", "unknown host"),
+        ("getaddrinfo", "unknown host"),
+        ("proxy", "proxy error"),
+        ("reset", "connection reset"),
+        ("incomplete", "connection closed early"),
+        ("ssl", "TLS error"),
+    ):
+        if needle in text:
+            return reason
+    return type(error).__name__

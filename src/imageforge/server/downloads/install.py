@@ -1,68 +1,123 @@
-"""Make catalog models ready on disk: check each file, fetch what is missing, report progress in bytes."""
+"""Make catalog models ready on disk: check every file, fetch what is missing, from the right source.
+
+Per file, sources are tried in `DownloadSources.order()`: the hub, then the mirror. What happens on failure
+depends on its kind (failures.py):
+- a transfer that broke after bytes arrived is resumed from the same source (`RESUME_ATTEMPTS` times);
+- a hub that cannot be reached switches this server to the mirror for good (when one is configured);
+- a source that refuses one file (404) sends only that file to the next source;
+- wrong bytes, a full disk and cancellation end the job at once.
+
+Declared files (size + SHA-256) and every mirror download are streamed by fetch.py; hub files without a
+declared size and hash go through huggingface_hub (hub_library.py).
+"""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ...contract import ModelUnavailableError
 from ...contract.catalog import ModelEntry
-from .fetch import fetch_file, hub_url
-from .store import FileState, model_status, remember_verified
+from .failures import SourceRefused, SourceUnreachable
+from .fetch import Expected, FetchOutcome, PartOpener, fetch_file, open_part
+from .meter import Report, TransferMeter
+from .sources import MIRROR_VARIABLE, DownloadSources, Source
+from .store import FileState, FileStatus, forget, model_status, remember_hash, staging_root
 
-Report = Callable[[float, str], None]  # (fraction 0..1, message)
-PROGRESS_INTERVAL = 0.25  # seconds between progress messages
-
-
-def format_rate(bytes_per_second: float) -> str:
-    return f"{bytes_per_second / 1e6:.1f} MB/s"
+RESUME_ATTEMPTS = 3
+Log = Callable[[str], None]
 
 
 def ensure_models(
     storage_root: Path,
     entries: list[ModelEntry],
     *,
+    sources: DownloadSources,
     report: Report,
     cancelled: Callable[[], bool],
+    log: Log = lambda _message: None,
+    writer: PartOpener = open_part,
 ) -> dict[str, dict[str, str]]:
     """Return {model key: {file path: "ready" | "downloaded"}} once every file is verified."""
-    statuses = [model_status(storage_root, entry) for entry in entries]
-    missing = [(status.entry, item) for status in statuses for item in status.files if not item.ready]
-    for _, item in missing:
-        if not item.file.streamable:
-            raise ModelUnavailableError(
-                f"{item.path.name} has no declared size and checksum; this version cannot download it."
-            )
-    total = sum(item.file.size or 0 for _, item in missing) or 1
+    storage_root = Path(storage_root)
+    unique = list({entry.key: entry for entry in entries}.values())
+    report(0.0, "Checking model files")
+    statuses = [model_status(storage_root, entry) for entry in unique]
     outcome = {status.entry.key: {item.file.path: "ready" for item in status.files} for status in statuses}
-    done = 0
-    started = time.monotonic()
-    last_report = 0.0
+    missing = [(status.entry, item) for status in statuses for item in status.files if not item.ready]
+    meter = TransferMeter(report, total_bytes=sum(item.file.size or 0 for _, item in missing))
     for entry, item in missing:
         if item.state in (FileState.WRONG_SIZE, FileState.WRONG_HASH):
-            item.path.unlink(missing_ok=True)
-
-        def on_progress(received: int, entry: ModelEntry = entry, done: int = done) -> None:
-            nonlocal last_report
-            now = time.monotonic()
-            if now - last_report < PROGRESS_INTERVAL:
-                return
-            last_report = now
-            fraction = (done + received) / total
-            rate = format_rate((done + received) / max(now - started, 1e-3))
-            report(fraction, f"Downloading {entry.label} {fraction:.0%} · {rate}")
-
-        fetch_file(
-            hub_url(entry.repository, item.file.path),
-            item.path,
-            size=item.file.size or 0,
-            sha256=item.file.sha256 or "",
-            on_progress=on_progress,
-            cancelled=cancelled,
-        )
-        remember_verified(storage_root, item.path, item.file)
-        done += item.file.size or 0
+            log(f"{item.path} is {item.state.value.replace('_', ' ')}; fetching it again")
+            forget(storage_root, item.path)
+        meter.start_file(entry.label, item.file.size)
+        result = _fetch(storage_root, entry, item, sources, meter, cancelled, log, writer)
+        remember_hash(storage_root, result.path, result.sha256)
+        meter.finish_file(result.size)
         outcome[entry.key][item.file.path] = "downloaded"
+        log(f"{entry.key} {item.file.path}: {result.size} bytes, {result.resumed_from} resumed, sha256 {result.sha256}")
     report(1.0, "Models are ready")
+    return outcome
+
+
+def _fetch(storage_root, entry, item: FileStatus, sources, meter, cancelled, log, writer) -> FetchOutcome:
+    failures: list[Exception] = []
+    for source in sources.order():
+        try:
+            return _fetch_from(source, storage_root, entry, item, sources, meter, cancelled, log, writer)
+        except SourceUnreachable as error:
+            failures.append(error)
+            log(f"{source.value} unreachable: {error}")
+            if source is Source.HUB and sources.hub_unreachable(str(error)):
+                log("switched to the mirror for the rest of this server's life")
+                continue
+            if source is Source.HUB and sources.settings.mirror is None:
+                raise SourceUnreachable(
+                    f"{error} Set {MIRROR_VARIABLE} (a mirror) or HF_ENDPOINT (another hub) to download elsewhere."
+                ) from error
+            raise
+        except SourceRefused as error:
+            failures.append(error)
+            sources.note_error(str(error))
+            log(f"{source.value} refused: {error}")
+    raise failures[-1]
+
+
+def _fetch_from(source, storage_root, entry, item, sources, meter, cancelled, log, writer) -> FetchOutcome:
+    attempts = 0
+    while True:
+        try:
+            if source is Source.HUB and not item.file.streamable:
+                return _fetch_with_library(storage_root, entry, item, sources, meter, cancelled)
+            return fetch_file(
+                sources.session,
+                sources.url(source, entry, item.file),
+                item.path,
+                expected=Expected(item.file.size, item.file.sha256),
+                timeouts=sources.timeouts,
+                on_progress=meter.file_progress,
+                cancelled=cancelled,
+                writer=writer,
+            )
+        except SourceUnreachable as error:
+            if not error.progressed or attempts >= RESUME_ATTEMPTS:
+                raise
+            attempts += 1
+            log(f"{error} (resume attempt {attempts})")
+
+
+def _fetch_with_library(storage_root, entry, item, sources, meter, cancelled) -> FetchOutcome:
+    from .hub_library import clear_staging, fetch_with_hub_library  # huggingface_hub is imported only when needed
+
+    staging = staging_root(storage_root, entry)
+    outcome = fetch_with_hub_library(
+        entry.repository,
+        item.file,
+        item.path,
+        staging,
+        hub=sources.settings.hub,
+        timeouts=sources.timeouts,
+        on_progress=meter.file_progress,
+        cancelled=cancelled,
+    )
+    clear_staging(staging)
     return outcome

@@ -1,7 +1,15 @@
 """Where model files live (`<storage>/models/<directory>/<path>`) and whether they are ready.
 
-A file is ready when it exists with the declared size and SHA-256. Verification results are cached per
-file by (size, mtime) in `<storage>/models/.verified.json`, so readiness checks stay cheap.
+A file is ready when it exists with the declared size and SHA-256. Hashing hundreds of megabytes on every
+readiness check would make each job start slowly, so the result is cached per file in
+`<storage>/models/.verified.json` as (size, mtime, SHA-256): an unchanged file is trusted, and any change
+of size or modification time sends it back through the full hash.
+
+Files whose catalog entry declares no SHA-256 are ready when they exist (with the declared size, if any);
+once downloaded, the hash measured while fetching is remembered, so later changes are still caught.
+
+Only complete, verified files are ever renamed into place (downloads write `<name>.part`), so a reader
+that runs while a download is in progress never mistakes a partial file for a ready one.
 """
 
 from __future__ import annotations
@@ -13,10 +21,14 @@ import threading
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
+from ...contract import ModelUnavailableError
 from ...contract.catalog import ModelEntry, ModelFile
 
 CACHE_NAME = ".verified.json"
+PART_SUFFIX = ".part"
+HASH_CHUNK = 4 * 1024 * 1024
 _cache_lock = threading.Lock()
 
 
@@ -32,6 +44,7 @@ class FileStatus:
     file: ModelFile
     path: Path
     state: FileState
+    partial_bytes: int = 0  # size of `<name>.part` when a download was interrupted
 
     @property
     def ready(self) -> bool:
@@ -47,6 +60,10 @@ class ModelStatus:
     def ready(self) -> bool:
         return all(status.ready for status in self.files)
 
+    @property
+    def partial_bytes(self) -> int:
+        return sum(status.partial_bytes for status in self.files)
+
 
 def models_root(storage_root: Path) -> Path:
     return Path(storage_root) / "models"
@@ -56,67 +73,114 @@ def file_path(storage_root: Path, entry: ModelEntry, model_file: ModelFile) -> P
     return models_root(storage_root) / entry.directory / model_file.path
 
 
-def sha256_of(path: Path, chunk_size: int = 4 * 1024 * 1024) -> str:
+def staging_root(storage_root: Path, entry: ModelEntry) -> Path:
+    """Where huggingface_hub writes a model's files before they are verified and renamed into place."""
+    return models_root(storage_root) / ".staging" / entry.directory
+
+
+def part_path(destination: Path) -> Path:
+    return destination.with_name(destination.name + PART_SUFFIX)
+
+
+def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as stream:
-        while chunk := stream.read(chunk_size):
+        while chunk := stream.read(HASH_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
 
 
-def _load_cache(storage_root: Path) -> dict:
-    try:
-        value = json.loads((models_root(storage_root) / CACHE_NAME).read_text(encoding="utf-8"))
-        return value if isinstance(value, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _save_cache(storage_root: Path, cache: dict) -> None:
-    root = models_root(storage_root)
-    root.mkdir(parents=True, exist_ok=True)
-    temporary = root / f"{CACHE_NAME}.{os.getpid()}.{threading.get_ident()}.tmp"
-    temporary.write_text(json.dumps(cache, indent=1), encoding="utf-8")
-    os.replace(temporary, root / CACHE_NAME)
-
-
 def verify_file(storage_root: Path, entry: ModelEntry, model_file: ModelFile, *, use_cache: bool = True) -> FileStatus:
+    """Check one file; hashes it only when the cache has no record of this exact (size, mtime)."""
     path = file_path(storage_root, entry, model_file)
+    partial = _size_or_zero(part_path(path))
     try:
         info = path.stat()
     except OSError:
-        return FileStatus(model_file, path, FileState.MISSING)
+        return FileStatus(model_file, path, FileState.MISSING, partial)
     if not path.is_file():
-        return FileStatus(model_file, path, FileState.MISSING)
+        return FileStatus(model_file, path, FileState.MISSING, partial)
     if model_file.size is not None and info.st_size != model_file.size:
-        return FileStatus(model_file, path, FileState.WRONG_SIZE)
-    if model_file.sha256 is None:
-        return FileStatus(model_file, path, FileState.READY)
-    key = str(path.relative_to(models_root(storage_root)))
-    fingerprint = [info.st_size, info.st_mtime_ns, model_file.sha256]
+        return FileStatus(model_file, path, FileState.WRONG_SIZE, partial)
+    key = _cache_key(storage_root, path)
     with _cache_lock:
         cached = _load_cache(storage_root).get(key)
-    if use_cache and cached == fingerprint:
-        return FileStatus(model_file, path, FileState.READY)
-    if sha256_of(path) != model_file.sha256.lower():
-        return FileStatus(model_file, path, FileState.WRONG_HASH)
-    remember_verified(storage_root, path, model_file)
-    return FileStatus(model_file, path, FileState.READY)
-
-
-def remember_verified(storage_root: Path, path: Path, model_file: ModelFile) -> None:
-    """Record that `path` (already hashed by the caller) matches its declared SHA-256."""
-    if model_file.sha256 is None:
-        return
-    info = path.stat()
-    key = str(path.relative_to(models_root(storage_root)))
-    with _cache_lock:
-        cache = _load_cache(storage_root)
-        cache[key] = [info.st_size, info.st_mtime_ns, model_file.sha256]
-        _save_cache(storage_root, cache)
+    known = cached.get("sha256") if isinstance(cached, dict) else None
+    expected = (model_file.sha256 or known or "").lower()
+    if not expected:
+        return FileStatus(model_file, path, FileState.READY, partial)  # nothing to compare with
+    if use_cache and cached == _record(info, expected):
+        return FileStatus(model_file, path, FileState.READY, partial)
+    if sha256_of(path) != expected:
+        return FileStatus(model_file, path, FileState.WRONG_HASH, partial)
+    remember_hash(storage_root, path, expected)
+    return FileStatus(model_file, path, FileState.READY, partial)
 
 
 def model_status(storage_root: Path, entry: ModelEntry, *, use_cache: bool = True) -> ModelStatus:
     return ModelStatus(
         entry, tuple(verify_file(storage_root, entry, item, use_cache=use_cache) for item in entry.files)
     )
+
+
+def require_ready(storage_root: Path, entry: ModelEntry) -> ModelStatus:
+    """The model's status when every file is ready; otherwise a ModelUnavailableError that says what to do."""
+    status = model_status(storage_root, entry)
+    if not status.ready:
+        first = next(item for item in status.files if not item.ready)
+        problem = "is missing" if first.state is FileState.MISSING else "is damaged"
+        raise ModelUnavailableError(
+            f"{entry.label} is not downloaded ({first.file.path} {problem}); "
+            f"download it with 'imageforge models download {entry.key}' or the add-on's Download button."
+        )
+    return status
+
+
+def remember_hash(storage_root: Path, path: Path, sha256: str) -> None:
+    """Record that `path`, as it is now on disk, has this SHA-256 (the caller has just measured it)."""
+    record = _record(path.stat(), sha256.lower())
+    with _cache_lock:
+        cache = _load_cache(storage_root)
+        cache[_cache_key(storage_root, path)] = record
+        _save_cache(storage_root, cache)
+
+
+def forget(storage_root: Path, path: Path) -> None:
+    """Delete a model file and its cache record (a file known to be wrong, before fetching it again)."""
+    path.unlink(missing_ok=True)
+    with _cache_lock:
+        cache = _load_cache(storage_root)
+        if cache.pop(_cache_key(storage_root, path), None) is not None:
+            _save_cache(storage_root, cache)
+
+
+def _record(info: os.stat_result, sha256: str) -> dict[str, Any]:
+    return {"size": info.st_size, "mtime_ns": info.st_mtime_ns, "sha256": sha256}
+
+
+def _cache_key(storage_root: Path, path: Path) -> str:
+    return path.relative_to(models_root(storage_root)).as_posix()
+
+
+def _size_or_zero(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _load_cache(storage_root: Path) -> dict[str, Any]:
+    try:
+        value = json.loads((models_root(storage_root) / CACHE_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _save_cache(storage_root: Path, cache: dict[str, Any]) -> None:
+    """Write-then-rename, so a reader in another process never sees half a cache (a lost record only costs a hash)."""
+    root = models_root(storage_root)
+    root.mkdir(parents=True, exist_ok=True)
+    temporary = root / f"{CACHE_NAME}.{os.getpid()}.{threading.get_ident()}.tmp"
+    temporary.write_text(json.dumps(cache, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(temporary, root / CACHE_NAME)

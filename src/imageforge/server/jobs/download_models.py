@@ -1,40 +1,63 @@
-"""download-model and download-required-models: make catalog models ready in the storage root."""
+"""download-model and download-required-models: make catalog models ready in the storage root.
+
+Every key is resolved before any byte is fetched, so a typo fails at once with the list of valid keys
+instead of after the first model's download. The source choice (hub or mirror) lives in the server's
+`downloads` resource so that it outlives the job; cancellation becomes BlendJob's `JobCancelled` and the
+job ends `cancelled` with the `.part` files kept for the next attempt.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from blendjob.server import JobCancelled
 
 from ...contract.catalog import load_catalog
 from ...contract.jobs import DownloadModelParams, DownloadRequiredModelsParams
-from ..downloads.fetch import DownloadCancelled
+from ..downloads.failures import DownloadCancelled
 from ..downloads.install import ensure_models
+from ..downloads.sources import DownloadSources
 
 MANIFEST = "manifest.json"
+RESOURCE = "downloads"
 
 
-def run_download_model(context, params: DownloadModelParams) -> dict[str, str]:
+def run_download_model(context: Any, params: DownloadModelParams) -> dict[str, str]:
     return _download(context, [params.model])
 
 
-def run_download_required_models(context, params: DownloadRequiredModelsParams) -> dict[str, str]:
+def run_download_required_models(context: Any, params: DownloadRequiredModelsParams) -> dict[str, str]:
     return _download(context, params.models)
 
 
-def _download(context, keys: list[str] | None) -> dict[str, str]:
+def _download(context: Any, keys: list[str] | None) -> dict[str, str]:
     catalog = load_catalog()
     entries = [catalog.get(key) for key in keys] if keys is not None else list(catalog.defaults)
-    context.progress(0.0, "Checking model files")
+    try:
+        sources: DownloadSources = context.resource(RESOURCE)
+    except KeyError:  # a server built without the resource still downloads, from the hub first
+        sources = DownloadSources()
     try:
         outcome = ensure_models(
             Path(context.storage_root),
             entries,
+            sources=sources,
             report=context.progress,
-            cancelled=context._is_cancelled,
+            cancelled=lambda: _cancel_requested(context),
+            log=context.log,
         )
     except DownloadCancelled:
         raise JobCancelled("Download cancelled; it will resume next time.") from None
     (Path(context.directory) / MANIFEST).write_text(json.dumps({"models": outcome}, indent=2), encoding="utf-8")
     return {"manifest": MANIFEST}
+
+
+def _cancel_requested(context: Any) -> bool:
+    """BlendJob's public cancellation check raises; the download loop wants a yes or no between chunks."""
+    try:
+        context.check_cancelled()
+    except JobCancelled:
+        return True
+    return False

@@ -1,0 +1,53 @@
+"""How a download can fail, sorted by what the caller should do next.
+
+The kind decides the recovery, so it is carried by the type rather than parsed from a message:
+- `SourceUnreachable`: the network path to this source is broken (no connection, a timeout, a reset, a 5xx).
+  The `.part` is kept; the caller resumes from the same source when bytes were flowing, otherwise it moves
+  to the mirror and stays there.
+- `SourceRefused`: the source answered but will not serve this file (404, 403). Try the next source for
+  this file only; the hub stays the first choice for the others.
+- `FileRejected`: the bytes arrived but are wrong (size or SHA-256). The file is deleted; never retried
+  silently, because a second copy of the same bad bytes would waste the user's bandwidth.
+- `DownloadCancelled`: the job was cancelled between chunks; the `.part` is kept for the next attempt.
+"""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+from ...contract import ModelUnavailableError, ResourceExhaustedError
+
+
+class DownloadCancelled(Exception):
+    """Raised between chunks when the job was cancelled; partial files are kept for resuming."""
+
+
+class SourceUnreachable(ModelUnavailableError):
+    """The source could not be contacted, or stopped answering mid-transfer."""
+
+    def __init__(self, message: str, *, progressed: bool = False):
+        super().__init__(message)
+        self.progressed = progressed  # bytes arrived before the failure: resuming the same source is worthwhile
+
+
+class SourceRefused(ModelUnavailableError):
+    """The source answered with an HTTP error for this one file."""
+
+    def __init__(self, message: str, *, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+class FileRejected(ModelUnavailableError):
+    """The downloaded bytes do not match the declared size or SHA-256; the file was deleted."""
+
+
+def is_disk_full(error: BaseException) -> bool:
+    return isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full(path: Path) -> ResourceExhaustedError:
+    return ResourceExhaustedError(
+        f"The disk is full while downloading {path.name} into {path.parent}; free some space and retry."
+    )

@@ -1,0 +1,204 @@
+"""Fetch a file whose size or hash the catalog does not declare, with `huggingface_hub.hf_hub_download`.
+
+Without a declared size and hash we cannot stream blind: the library asks the hub first (a HEAD on the
+resolve URL gives the commit, the size and, for LFS files, the SHA-256 as the ETag), resumes its own
+`.incomplete` file, follows the CDN redirect and sends a token for gated repositories.
+
+We still want what the streamed path gives, so every request the library makes in this thread goes through
+a session of ours (`configure_http_backend`):
+- progress per chunk and cancellation between chunks (the library's `.incomplete` stays for resuming);
+- our timeouts (6 s to connect, 60 s idle), and transport errors and 5xx answers raised at once as
+  `SourceUnreachable`, instead of the library's own five retries with back-off, so a dead hub costs one
+  connect timeout before the mirror is tried;
+- Xet storage hidden (its `X-Xet-Hash` header dropped), so the bytes come over plain HTTP through this
+  session, where proxies, progress and cancellation apply.
+
+The file lands in a staging folder (`<storage>/models/.staging/<directory>`), is checked against the
+declared SHA-256 when there is one, else against the hub's LFS SHA-256, and only then renamed into place.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+from ...contract import ModelUnavailableError
+from ...contract.catalog import ModelFile
+from .failures import DownloadCancelled, FileRejected, SourceRefused, SourceUnreachable, disk_full, is_disk_full
+from .fetch import CHUNK_SIZE, FetchOutcome, Progress, range_start, stated_total
+from .sources import USER_AGENT, Timeouts
+from .store import sha256_of
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_active = threading.local()
+_configured = threading.Lock()
+_backend_installed = False
+
+
+@dataclass
+class _Hooks:
+    timeouts: Timeouts
+    on_progress: Progress
+    cancelled: Callable[[], bool]
+    host: str
+    name: str
+    linked_etag: str | None = None
+
+
+class _ObservedSession(requests.Session):
+    """A `requests` session that, while one of our downloads runs in this thread, applies its hooks."""
+
+    def request(self, method, url, *args, **kwargs):
+        hooks: _Hooks | None = getattr(_active, "hooks", None)
+        if hooks is None:
+            return super().request(method, url, *args, **kwargs)
+        if hooks.cancelled():
+            raise DownloadCancelled()
+        kwargs["timeout"] = hooks.timeouts.as_requests()
+        try:
+            response = super().request(method, url, *args, **kwargs)
+        except requests.RequestException as error:
+            raise SourceUnreachable(f"Cannot reach {hooks.host} for {hooks.name} ({error}).") from error
+        if response.status_code >= 500:
+            response.close()
+            raise SourceUnreachable(f"{hooks.host} failed to serve {hooks.name} (HTTP {response.status_code}).")
+        response.headers.pop("X-Xet-Hash", None)
+        if str(method).upper() == "HEAD":
+            etag = response.headers.get("X-Linked-Etag") or response.headers.get("ETag") or ""
+            hooks.linked_etag = etag.removeprefix("W/").strip('"').lower() or None
+        if kwargs.get("stream"):
+            response.iter_content = _observed_chunks(response, hooks)
+        return response
+
+
+def _observed_chunks(response, hooks: _Hooks):
+    original = response.iter_content
+
+    def iter_content(chunk_size=None, decode_unicode=False) -> Iterator[bytes]:
+        start = max(range_start(response) or 0, 0)
+        total = stated_total(response, start)
+        received = start
+        hooks.on_progress(received, total)
+        chunks = original(chunk_size=CHUNK_SIZE, decode_unicode=decode_unicode)
+        while True:
+            if hooks.cancelled():
+                raise DownloadCancelled()
+            try:
+                chunk = next(chunks, b"")
+            except requests.RequestException as error:
+                raise SourceUnreachable(
+                    f"{hooks.name}: the connection to {hooks.host} broke after {received} bytes; it will resume.",
+                    progressed=received > start,
+                ) from error
+            if not chunk:
+                return
+            yield chunk
+            received += len(chunk)
+            hooks.on_progress(received, total)
+
+    return iter_content
+
+
+def _install_backend() -> None:
+    global _backend_installed
+    with _configured:
+        if not _backend_installed:
+            from huggingface_hub import configure_http_backend
+            from huggingface_hub.utils import disable_progress_bars
+
+            def factory() -> requests.Session:
+                session = _ObservedSession()
+                session.headers["User-Agent"] = USER_AGENT
+                return session
+
+            configure_http_backend(backend_factory=factory)
+            disable_progress_bars()  # the job's progress is ours; tqdm would only fill the server log
+            _backend_installed = True
+
+
+@contextmanager
+def _observing(hooks: _Hooks):
+    _install_backend()
+    _active.hooks = hooks
+    try:
+        yield hooks
+    finally:
+        _active.hooks = None
+
+
+def fetch_with_hub_library(
+    repository: str,
+    model_file: ModelFile,
+    destination: Path,
+    staging_root: Path,
+    *,
+    hub: str,
+    timeouts: Timeouts,
+    on_progress: Progress = lambda _received, _total: None,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> FetchOutcome:
+    """Download `repository`/`model_file.path` from `hub` into `destination`, verified."""
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    name = Path(model_file.path).name
+    host = hub.split("://", 1)[-1].split("/", 1)[0]
+    hooks = _Hooks(timeouts, on_progress, cancelled, host, name)
+    try:
+        with _observing(hooks):
+            from huggingface_hub import hf_hub_download
+
+            staged = Path(
+                hf_hub_download(repository, model_file.path, local_dir=staging_root, endpoint=hub, revision="main")
+            )
+    except (DownloadCancelled, ModelUnavailableError):
+        raise
+    except LocalEntryNotFoundError as error:  # the HEAD failed in a way the library does not name
+        raise SourceUnreachable(f"Cannot reach {host} for {name} ({error.__cause__ or error}).") from error
+    except HfHubHTTPError as error:
+        status = error.response.status_code if error.response is not None else 0
+        raise SourceRefused(f"{name} is not available from {host} (HTTP {status}).", status=status) from error
+    except OSError as error:
+        if is_disk_full(error):
+            _drop_incomplete(staging_root)
+            raise disk_full(destination) from error
+        raise ModelUnavailableError(f"{name}: the download from {host} failed ({error}).") from error
+    return _verify_and_place(staged, destination, model_file, hooks.linked_etag, host)
+
+
+def _verify_and_place(staged: Path, destination: Path, model_file: ModelFile, etag: str | None, host: str):
+    size = staged.stat().st_size
+    if model_file.size is not None and size != model_file.size:
+        staged.unlink(missing_ok=True)
+        raise FileRejected(
+            f"{destination.name} from {host} is {size} bytes but the catalog declares {model_file.size}; "
+            "it was deleted."
+        )
+    sha256 = sha256_of(staged)
+    expected = (model_file.sha256 or (etag if etag and _SHA256.match(etag) else "")).lower()
+    if expected and sha256 != expected:
+        staged.unlink(missing_ok=True)
+        raise FileRejected(f"{destination.name} does not match its SHA-256; the download was deleted.")
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    staged.replace(destination)
+    return FetchOutcome(destination, size, sha256, resumed_from=0, requested_bytes=size)
+
+
+def _drop_incomplete(staging_root: Path) -> None:
+    """On a full disk, the library's `.incomplete` files only keep the disk full."""
+    downloads = staging_root / ".cache" / "huggingface" / "download"
+    for partial in downloads.rglob("*.incomplete") if downloads.is_dir() else ():
+        partial.unlink(missing_ok=True)
+
+
+def clear_staging(staging_root: Path) -> None:
+    """Forget the library's bookkeeping for a folder once nothing is pending in it."""
+    downloads = staging_root / ".cache" / "huggingface" / "download"
+    if not downloads.is_dir() or not any(downloads.rglob("*.incomplete")):
+        shutil.rmtree(staging_root, ignore_errors=True)

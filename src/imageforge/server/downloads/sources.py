@@ -1,0 +1,170 @@
+"""Where model files come from: the hub first, then the mirror, sticky for the life of the server process.
+
+Users on filtered networks see the hub time out on every file. Paying the connect timeout once and then
+staying on the mirror keeps a multi-file download from costing minutes of timeouts; a fresh server process
+(the next Blender session) tries the hub again, since networks change. The choice is published as the
+BlendJob resource `downloads`, whose `snapshot()` the panel shows.
+
+Settings come from the environment of the server process:
+- `HF_ENDPOINT`: the hub (default https://huggingface.co), `{endpoint}/{repository}/resolve/main/{path}`.
+- `IMAGEFORGE_MODEL_MIRROR`: the mirror, `{mirror}/{directory}/{path}`.
+- `IMAGEFORGE_DOWNLOAD_CONNECT_TIMEOUT` / `IMAGEFORGE_DOWNLOAD_READ_TIMEOUT`: seconds (6 and 60).
+- System proxies (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`, and the OS settings on Windows and macOS) are
+  honoured because every request goes through `requests` with its environment trust left on.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from ...contract.catalog import ModelEntry, ModelFile
+
+if TYPE_CHECKING:
+    import requests
+
+DEFAULT_HUB = "https://huggingface.co"
+HUB_VARIABLE = "HF_ENDPOINT"
+MIRROR_VARIABLE = "IMAGEFORGE_MODEL_MIRROR"
+CONNECT_TIMEOUT_VARIABLE = "IMAGEFORGE_DOWNLOAD_CONNECT_TIMEOUT"
+READ_TIMEOUT_VARIABLE = "IMAGEFORGE_DOWNLOAD_READ_TIMEOUT"
+CONNECT_TIMEOUT = 6.0
+READ_TIMEOUT = 60.0
+USER_AGENT = "ImageForge"
+
+
+class Source(StrEnum):
+    HUB = "hub"
+    MIRROR = "mirror"
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    connect: float = CONNECT_TIMEOUT  # the whole budget for reaching a source before moving on
+    read: float = READ_TIMEOUT  # silence tolerated between two chunks of an open transfer
+
+    def as_requests(self) -> tuple[float, float]:
+        return (self.connect, self.read)
+
+
+@dataclass(frozen=True)
+class DownloadSettings:
+    hub: str = DEFAULT_HUB
+    mirror: str | None = None
+    timeouts: Timeouts = Timeouts()
+
+    @classmethod
+    def from_environment(cls, environ: dict[str, str] | None = None) -> DownloadSettings:
+        environ = os.environ if environ is None else environ
+        mirror = (environ.get(MIRROR_VARIABLE) or "").strip().rstrip("/")
+        return cls(
+            hub=(environ.get(HUB_VARIABLE) or DEFAULT_HUB).strip().rstrip("/"),
+            mirror=mirror or None,
+            timeouts=Timeouts(
+                _seconds(environ, CONNECT_TIMEOUT_VARIABLE, CONNECT_TIMEOUT),
+                _seconds(environ, READ_TIMEOUT_VARIABLE, READ_TIMEOUT),
+            ),
+        )
+
+
+def _seconds(environ, name: str, default: float) -> float:
+    try:
+        value = float(environ.get(name, default))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def hub_url(hub: str, repository: str, path: str) -> str:
+    return f"{hub}/{repository}/resolve/main/{quote(path)}"
+
+
+def mirror_url(mirror: str, directory: str, path: str) -> str:
+    return f"{mirror}/{quote(directory)}/{quote(path)}"
+
+
+class DownloadSources:
+    """The source order for this server process, the sticky mirror switch, and one pooled HTTP session."""
+
+    def __init__(self, settings: DownloadSettings | None = None):
+        self.settings = settings or DownloadSettings.from_environment()
+        self._lock = threading.Lock()
+        self._current = Source.HUB
+        self._switched_at: float | None = None
+        self._reason: str | None = None
+        self._last_error: str | None = None
+        self._session: requests.Session | None = None
+
+    @property
+    def current(self) -> Source:
+        with self._lock:
+            return self._current
+
+    @property
+    def timeouts(self) -> Timeouts:
+        return self.settings.timeouts
+
+    def order(self) -> list[Source]:
+        """Sources to try for one file, best first."""
+        if self.current is Source.MIRROR:
+            return [Source.MIRROR]
+        return [Source.HUB, Source.MIRROR] if self.settings.mirror else [Source.HUB]
+
+    def url(self, source: Source, entry: ModelEntry, model_file: ModelFile) -> str:
+        if source is Source.HUB:
+            return hub_url(self.settings.hub, entry.repository, model_file.path)
+        if not self.settings.mirror:
+            raise ValueError("No mirror is configured.")
+        return mirror_url(self.settings.mirror, entry.directory, model_file.path)
+
+    def host(self, source: Source) -> str:
+        base = self.settings.hub if source is Source.HUB else self.settings.mirror or ""
+        return base.split("://", 1)[-1].split("/", 1)[0]
+
+    def hub_unreachable(self, reason: str) -> bool:
+        """Record that the hub failed; switch to the mirror for good when there is one. True if switched."""
+        with self._lock:
+            self._last_error = reason
+            if self.settings.mirror is None or self._current is Source.MIRROR:
+                return False
+            self._current = Source.MIRROR
+            self._switched_at = time.time()
+            self._reason = reason
+            return True
+
+    def note_error(self, reason: str) -> None:
+        with self._lock:
+            self._last_error = reason
+
+    @property
+    def session(self) -> requests.Session:
+        """One `requests` session per process: connection reuse, and proxies from the environment."""
+        with self._lock:
+            if self._session is None:
+                import requests  # imported here: the server starts without paying for it
+
+                self._session = requests.Session()
+                self._session.headers["User-Agent"] = USER_AGENT
+            return self._session
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "source": self._current.value,
+                "hub": self.settings.hub,
+                "mirror": self.settings.mirror,
+                "switched_at": self._switched_at,
+                "reason": self._reason,
+                "last_error": self._last_error,
+            }
+
+    def close(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                self._session.close()
+                self._session = None
