@@ -5,6 +5,7 @@ from __future__ import annotations
 from blendjob import JobServer
 
 from ..contract import JOB_SPECS
+from .downloads.sources import DownloadSources
 from .handler import make_handler
 from .inference import ModelManager
 from .job_folders import mark_interrupted_jobs
@@ -23,6 +24,11 @@ def create_server() -> JobServer:
     def job_folders(bound_server: JobServer):
         # Runs once the server is bound to its storage root: settle what a killed server left behind.
         return mark_interrupted_jobs(bound_server.storage_root)
+
+    @job_server.resource("downloads")
+    def downloads(_bound_server: JobServer) -> DownloadSources:
+        # The hub-or-mirror choice, sticky for this process; its snapshot() is what the panel shows.
+        return DownloadSources()
 
     @job_server.resource("models")
     def models(bound_server: JobServer) -> ModelManager:
