@@ -1,0 +1,101 @@
+"""The adapter base, the registry keyed by the catalog's `adapter` field, and model preparation for a job.
+
+Preparing a model inside a job: if its files are not ready they are downloaded first (progress in the
+job's message), then the "models" resource hands out the cached session for the requested device. Every
+device warning goes to the job's message and log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ...contract import Device, ModelUnavailableError
+from ...contract.catalog import Family, ModelEntry
+from ..downloads.store import model_status
+from ..inference import SessionHandle, job_warner
+from ..inference.devices import resolve_device
+
+_REGISTRY: dict[str, type[Adapter]] = {}
+
+
+class Adapter:
+    """Base of every adapter. Subclasses set `name` (the catalog's adapter id) and `family`."""
+
+    name: ClassVar[str] = ""
+    family: ClassVar[Family]
+    coreml_options: ClassVar[Mapping[str, str]] = {}  # passed only when the session is to run on CoreML
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.name:
+            if cls.name in _REGISTRY:
+                raise TypeError(f"adapter {cls.name!r} is registered twice")
+            _REGISTRY[cls.name] = cls
+
+    def __init__(self, entry: ModelEntry, handle: SessionHandle):
+        self.entry = entry
+        self.handle = handle
+        session = handle.session
+        self.inputs = {item.name: item for item in session.get_inputs()}
+        self.outputs = [item.name for item in session.get_outputs()]
+
+    def run(self, feeds: Mapping[str, np.ndarray], *, last_run: bool) -> dict[str, np.ndarray]:
+        """Run through the single inference entry point; `last_run` on the job's final run."""
+        return self.handle.run(feeds, last_run=last_run)
+
+    def input_dtype(self, name: str) -> np.dtype:
+        return np.dtype(np.float16) if self.inputs[name].type == "tensor(float16)" else np.dtype(np.float32)
+
+    @property
+    def provider(self) -> str:
+        return self.handle.provider
+
+    @property
+    def device(self) -> Device:
+        return self.handle.device
+
+
+def adapter_class(entry: ModelEntry) -> type[Adapter]:
+    try:
+        cls = _REGISTRY[entry.adapter]
+    except KeyError:
+        raise ModelUnavailableError(f"{entry.label} needs an adapter ({entry.adapter}) this version lacks.") from None
+    if cls.family != entry.family:
+        raise ModelUnavailableError(f"{entry.label}: adapter {entry.adapter} serves {cls.family.value} models.")
+    return cls
+
+
+def load_adapter(
+    context: Any,
+    entry: ModelEntry,
+    device: Device,
+    *,
+    download: Callable[[Any, ModelEntry], None] | None = None,
+) -> Adapter:
+    """Make `entry` ready (downloading it if needed) and return its adapter on a session for `device`."""
+    cls = adapter_class(entry)
+    storage_root = Path(context.storage_root)
+    if not model_status(storage_root, entry).ready:
+        (download or download_for_job)(context, entry)
+    manager = context.resource("models")
+    context.progress(_current_fraction(context), f"Loading {entry.label}")
+    resolved = resolve_device(device, manager.runtime).device
+    options = dict(cls.coreml_options) if resolved is Device.COREML else None
+    handle = manager.acquire(entry, device, provider_options=options, warn=job_warner(context))
+    return cls(entry, handle)
+
+
+def download_for_job(context: Any, entry: ModelEntry) -> None:
+    """Fetch a missing model inside the job that needs it, reporting bytes and speed in its message."""
+    from ..jobs.download_models import download_into_job
+
+    download_into_job(context, [entry])
+
+
+def _current_fraction(context: Any) -> float:
+    snapshot = getattr(context, "_snapshot", None)
+    return float(snapshot().get("progress", 0.0)) if callable(snapshot) else 0.0
