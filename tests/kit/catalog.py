@@ -1,0 +1,63 @@
+"""A model catalog of kit models served by the loopback hub: what a test needs to run any job for real.
+
+    catalog = publish_kit_catalog(hub, tmp_path)        # builds the tiny models, serves them, writes JSON
+    monkeypatch.setenv("IMAGEFORGE_MODEL_CATALOG", str(catalog.path))
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)          # before the server process starts
+
+Keys: KIT_BEN2 (background, 64² input, fp16 output, luma matte), KIT_UPSCALE (upscale, box blur radius 2
+then 4× nearest), KIT_MOGE2 (geometry, the known tilted plane), KIT_DA3 (multiview with cameras, S=28).
+Each is its family's default, so jobs without `model` use them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .hub import LoopbackHub
+from .onnx_models import build_ben2, build_da3, build_moge2, build_upscaler
+
+KIT_MODELS = {
+    "KIT_BEN2": ("background", "ben2", lambda path: build_ben2(path, size=64), {"normalization": "none"}),
+    "KIT_UPSCALE": ("upscale", "upscale", lambda path: build_upscaler(path, receptive_radius=2), {}),
+    "KIT_MOGE2": ("geometry", "moge2", lambda path: build_moge2(path), {}),
+    "KIT_DA3": ("multiview", "da3", lambda path: build_da3(path, size=28), {"attention_heads": 6}),
+}
+
+
+@dataclass(frozen=True)
+class KitCatalog:
+    path: Path
+    files: dict[str, bytes]  # key -> the model file's bytes
+
+
+def publish_kit_catalog(hub: LoopbackHub, folder: Path, keys: tuple[str, ...] = tuple(KIT_MODELS)) -> KitCatalog:
+    folder.mkdir(parents=True, exist_ok=True)
+    models, files = [], {}
+    for key in keys:
+        family, adapter, build, options = KIT_MODELS[key]
+        content = build(folder / f"{key.lower()}.onnx").read_bytes()
+        repository = f"kit/{key.lower().replace('_', '-')}"
+        hub.add_hub_file(repository, "model.onnx", content)
+        files[key] = content
+        models.append(
+            {
+                "key": key,
+                "family": family,
+                "adapter": adapter,
+                "label": key.replace("_", " ").title(),
+                "license": "MIT",
+                "repository": repository,
+                "directory": key.lower(),
+                "default": True,
+                "files": [
+                    {"path": "model.onnx", "size": len(content), "sha256": hashlib.sha256(content).hexdigest()}
+                ],
+                **options,
+            }
+        )
+    path = folder / "catalog.json"
+    path.write_text(json.dumps({"models": models}, indent=2), encoding="utf-8")
+    return KitCatalog(path, files)
