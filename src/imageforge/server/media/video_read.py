@@ -1,0 +1,136 @@
+"""Probe and stream video files with PyAV, one decoded frame at a time (memory stays bounded by one frame
+plus the decoder's own reference frames, whatever the clip length).
+
+Colour: frames are converted to RGB with the matrix and range the stream is tagged with (FFmpeg's
+swscale), 8-bit sources to 8-bit RGB, deeper sources (10-bit ProRes/HEVC) to 16-bit RGB so no precision is
+dropped. VP8/VP9 alpha (WebM `alpha_mode=1`) is only decoded by libvpx, so those streams use it.
+Rotation metadata (phone clips) is not applied: Blender's movie clips show the stored orientation too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+
+from ...contract.errors import InputError
+from .formats import check_dimensions, corrupt
+from .image import Image, SampleKind, from_integers
+
+_LIBVPX_DECODERS = {"vp8": "libvpx", "vp9": "libvpx-vp9"}
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """What the writer needs to produce the same kind of video, and what progress needs ("frame i/n")."""
+
+    path: Path
+    codec: str  # FFmpeg decoder name of the source, e.g. "h264", "prores", "vp9"
+    pix_fmt: str
+    width: int
+    height: int
+    frame_rate: Fraction
+    time_base: Fraction
+    frame_count: int
+    duration: float | None  # seconds
+    has_alpha: bool
+    sample_kind: SampleKind
+    audio_streams: int
+    colorspace: int = 0
+    color_range: int = 0
+    color_primaries: int = 0
+    color_trc: int = 0
+
+    @property
+    def has_audio(self) -> bool:
+        return self.audio_streams > 0
+
+
+def probe_video(path: Path) -> VideoInfo:
+    """Read a video's stream parameters and exact frame count; errors are one sentence naming the file."""
+    try:
+        with av.open(str(path)) as container:
+            if not container.streams.video:
+                raise InputError(f"'{path.name}' has no video track; choose a video with picture, not audio only.")
+            stream = container.streams.video[0]
+            context = stream.codec_context
+            check_dimensions(path, context.width, context.height)
+            pix_fmt = context.pix_fmt or "yuv420p"
+            video_format = av.VideoFormat(pix_fmt)
+            alpha = len(video_format.components) in (2, 4) or stream.metadata.get("alpha_mode") == "1"
+            deep = max(component.bits for component in video_format.components) > 8
+            rate = stream.average_rate or stream.guessed_rate or stream.base_rate or Fraction(24)
+            duration = (
+                float(stream.duration * stream.time_base)
+                if stream.duration
+                else (container.duration / 1_000_000 if container.duration else None)
+            )
+            frames = stream.frames or _count_packets(container, stream)
+            info = VideoInfo(
+                path=path,
+                codec=context.name,
+                pix_fmt=pix_fmt,
+                width=context.width,
+                height=context.height,
+                frame_rate=Fraction(rate),
+                time_base=Fraction(stream.time_base),
+                frame_count=frames,
+                duration=duration,
+                has_alpha=alpha,
+                sample_kind=SampleKind.UINT16 if deep else SampleKind.UINT8,
+                audio_streams=len(container.streams.audio),
+                colorspace=int(context.colorspace or 0),
+                color_range=int(context.color_range or 0),
+                color_primaries=int(context.color_primaries or 0),
+                color_trc=int(context.color_trc or 0),
+            )
+    except av.FFmpegError as error:
+        if isinstance(error, PermissionError):
+            raise
+        raise corrupt(path, "not a readable video") from error
+    if info.frame_count == 0:
+        raise InputError(f"'{path.name}' contains no video frames; re-export the video.")
+    return info
+
+
+def _count_packets(container: av.container.InputContainer, stream: av.video.stream.VideoStream) -> int:
+    """Matroska/WebM do not store a frame count: count the stream's packets (demux only, no decoding)."""
+    count = sum(1 for packet in container.demux(stream) if packet.size)
+    container.seek(0)
+    return count
+
+
+def iter_video_frames(info: VideoInfo) -> Iterator[tuple[int, int | None, Image]]:
+    """Yield (index, pts in info.time_base, Image) per frame in presentation order, one at a time."""
+    target = ("rgba" if info.has_alpha else "rgb24") if info.sample_kind is SampleKind.UINT8 else None
+    if target is None:
+        target = "rgba64le" if info.has_alpha else "rgb48le"
+    index = 0
+    try:
+        with av.open(str(info.path)) as container:
+            stream = container.streams.video[0]
+            stream.thread_type = "AUTO"
+            for frame in _decoded(container, stream, info):
+                values = frame.to_ndarray(format=target, src_color_range=frame.color_range or None)
+                yield index, frame.pts, Image(from_integers(np.asarray(values)), info.sample_kind)
+                index += 1
+    except av.FFmpegError as error:
+        raise corrupt(info.path, f"frame {index + 1} cannot be decoded") from error
+
+
+def _decoded(container, stream, info: VideoInfo) -> Iterator[av.VideoFrame]:
+    decoder_name = _LIBVPX_DECODERS.get(info.codec) if info.has_alpha else None
+    if decoder_name is None:
+        yield from container.decode(stream)
+        return
+    decoder = av.CodecContext.create(decoder_name, "r")
+    decoder.width, decoder.height = info.width, info.height
+    for packet in container.demux(stream):
+        for frame in decoder.decode(packet):
+            if frame.pts is None:
+                frame.pts = packet.pts
+            yield frame
