@@ -152,16 +152,16 @@ class ImageForgeServerController(ServerController):
         self.snapshot = {"state": "STOPPED", "message": "Stopped"}
 
     def _cancel_running_job(self, connection: ServerConnection) -> bool:
-        """Cancel the server's active job, if any; true when one was. Queued jobs go with the shutdown."""
+        """Cancel the server's active job, if any; true when it was busy. Queued jobs go with the shutdown."""
         try:
             health = connection.client.request("GET", "/health", timeout=REQUEST_SECONDS)
             active = health.get("active_job") or {}
             if active.get("job_id") and active.get("state") not in TERMINAL_STATES:
                 connection.client.request("DELETE", f"/jobs/{active['job_id']}", timeout=REQUEST_SECONDS)
                 return True
+            return bool(health.get("busy"))
         except (RuntimeError, AttributeError):
             return True  # not answering, or answering nonsense: treat it as busy, leave the waiting to the reaper
-        return False
 
     def _release_directory_lock(self) -> None:
         if self.directory_lock is not None:
