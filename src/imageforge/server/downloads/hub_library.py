@@ -19,6 +19,7 @@ declared SHA-256 when there is one, else against the hub's LFS SHA-256, and only
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import threading
@@ -202,3 +203,5 @@ def clear_staging(staging_root: Path) -> None:
     downloads = staging_root / ".cache" / "huggingface" / "download"
     if not downloads.is_dir() or not any(downloads.rglob("*.incomplete")):
         shutil.rmtree(staging_root, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            staging_root.parent.rmdir()  # only when no other model is staged

@@ -1,0 +1,132 @@
+"""The download jobs on the real JobServer (in process): defaults, unknown keys, cancellation, the resource."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from imageforge.server.app import create_server
+from tests.kit.hub import Blackhole
+
+from .conftest import content
+
+BASE = content(64 * 1024, 31)
+UPSCALE = content(96 * 1024, 32)
+LARGE = content(256 * 1024, 33)
+
+
+def catalog_entry(key: str, directory: str, data: bytes, *, default: bool) -> dict:
+    return {
+        "key": key,
+        "family": "background",
+        "adapter": "ben2",
+        "label": key.title(),
+        "license": "MIT",
+        "repository": f"kit/{directory}",
+        "directory": directory,
+        "default": default,
+        "files": [{"path": "model.onnx", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}],
+    }
+
+
+@pytest.fixture
+def catalog(tmp_path: Path, hub, monkeypatch: pytest.MonkeyPatch) -> Path:
+    models = [("BASE", "base", BASE, True), ("UPSCALE", "upscale", UPSCALE, True), ("LARGE", "large", LARGE, False)]
+    for _key, directory, data, _default in models:
+        hub.add_hub_file(f"kit/{directory}", "model.onnx", data)
+        hub.add_mirror_file(directory, "model.onnx", data)
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps({"models": [catalog_entry(*model[:3], default=model[3]) for model in models]}))
+    monkeypatch.setenv("IMAGEFORGE_MODEL_CATALOG", str(path))
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    return path
+
+
+@pytest.fixture
+def server(root: Path, catalog):
+    job_server = create_server()
+    job_server.bind(root)
+    yield job_server
+    job_server.close()
+
+
+def finish(server, context, timeout: float = 20.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while (snapshot := context._snapshot())["state"] not in ("succeeded", "failed", "cancelled"):
+        assert time.monotonic() < deadline, snapshot
+        time.sleep(0.02)
+    return snapshot
+
+
+def manifest(snapshot: dict) -> dict:
+    return json.loads((Path(snapshot["directory"]) / snapshot["result"]["manifest"]).read_text())
+
+
+def test_required_models_default_to_the_catalog_defaults(server, root, hub):
+    done = finish(server, server.submit("download-required-models", {}))
+
+    assert done["state"] == "succeeded", done
+    assert manifest(done) == {"models": {"BASE": {"model.onnx": "downloaded"}, "UPSCALE": {"model.onnx": "downloaded"}}}
+    assert done["message"] == "Models are ready"
+    assert not (root / "models/large").exists()
+    log = (Path(done["directory"]) / "job.log").read_text()
+    assert f"BASE model.onnx: {len(BASE)} bytes" in log
+
+    again = finish(server, server.submit("download-required-models", {"models": ["BASE", "LARGE"]}))
+    assert manifest(again) == {"models": {"BASE": {"model.onnx": "ready"}, "LARGE": {"model.onnx": "downloaded"}}}
+
+
+def test_an_unknown_key_fails_before_any_download(server, root, hub):
+    done = finish(server, server.submit("download-required-models", {"models": ["BASE", "NOPE"]}))
+
+    assert done["state"] == "failed"
+    assert done["error"] == "Unknown model 'NOPE'; valid models are: BASE, UPSCALE, LARGE."
+    assert hub.requests == [] and not (root / "models").exists()
+    assert json.loads((Path(done["directory"]) / "job-state.json").read_text())["state"] == "failed"
+
+
+def test_cancelling_mid_file_ends_cancelled_and_the_next_job_resumes(server, root, hub):
+    key = "kit/large/resolve/main/model.onnx"
+    hub.set_fault(key, "slow", times=1)
+    hub.slow_delay = 0.005
+    partial = root / "models/large/model.onnx.part"
+
+    context = server.submit("download-model", {"model": "LARGE"})
+    deadline = time.monotonic() + 10
+    while not (partial.exists() and partial.stat().st_size >= 32 * 1024):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    server.cancel(context.job_id)
+    done = finish(server, context)
+
+    assert done["state"] == "cancelled"
+    kept = partial.stat().st_size
+    assert 32 * 1024 <= kept < len(LARGE)
+    assert json.loads((Path(done["directory"]) / "job-state.json").read_text())["state"] == "cancelled"
+
+    resumed = finish(server, server.submit("download-model", {"model": "LARGE"}))
+    assert resumed["state"] == "succeeded"
+    assert hub.served(key)[-1].range == f"bytes={kept}-"
+    assert (root / "models/large/model.onnx").read_bytes() == LARGE
+
+
+def test_the_downloads_resource_shows_the_mirror_after_the_hub_fails(root, catalog, hub, monkeypatch):
+    with Blackhole() as dead_hub:
+        monkeypatch.setenv("HF_ENDPOINT", dead_hub.url)
+        monkeypatch.setenv("IMAGEFORGE_MODEL_MIRROR", hub.mirror)
+        monkeypatch.setenv("IMAGEFORGE_DOWNLOAD_CONNECT_TIMEOUT", "0.3")
+        server = create_server()
+        server.bind(root)
+        try:
+            assert server.resource_snapshot("downloads")["source"] == "hub"
+            done = finish(server, server.submit("download-model", {"model": "BASE"}))
+            assert done["state"] == "succeeded", done
+            snapshot = server.resource_snapshot("downloads")
+        finally:
+            server.close()
+    assert snapshot["source"] == "mirror" and snapshot["mirror"] == hub.mirror
+    assert snapshot["switched_at"] is not None and "timed out" in snapshot["reason"]
