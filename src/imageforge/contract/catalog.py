@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -105,9 +106,11 @@ def parse_catalog(data: Any, source: Path) -> Catalog:
             raise ModelUnavailableError(f"Model catalog {source}: an entry lacks '{missing[0]}'.")
         try:
             family = Family(raw["family"])
-            files = tuple(ModelFile(str(item["path"]), item.get("size"), item.get("sha256")) for item in raw["files"])
-        except (ValueError, KeyError, TypeError) as error:
-            raise ModelUnavailableError(f"Model catalog {source}: entry {raw['key']!r} is invalid.") from error
+            files = tuple(_model_file(item) for item in raw["files"])
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise ModelUnavailableError(
+                f"Model catalog {source}: entry {raw['key']!r} is invalid ({error})."
+            ) from error
         if not files or raw["key"] in keys or any(_unsafe(item.path) for item in files) or _unsafe(raw["directory"]):
             raise ModelUnavailableError(f"Model catalog {source}: entry {raw['key']!r} is invalid.")
         keys.add(raw["key"])
@@ -126,6 +129,17 @@ def parse_catalog(data: Any, source: Path) -> Catalog:
             )
         )
     return Catalog(tuple(entries), source)
+
+
+def _model_file(item: Any) -> ModelFile:
+    """A declared size must be a byte count and a declared SHA-256 64 hex digits: a typo here would otherwise
+    only show up as every user's download failing verification."""
+    size, sha256 = item.get("size"), item.get("sha256")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
+        raise ValueError(f"size of {item['path']!r} must be a byte count")
+    if sha256 is not None and not (isinstance(sha256, str) and re.fullmatch(r"[0-9a-fA-F]{64}", sha256)):
+        raise ValueError(f"sha256 of {item['path']!r} must be 64 hex digits")
+    return ModelFile(str(item["path"]), size, sha256.lower() if sha256 else None)
 
 
 def _unsafe(relative: str) -> bool:

@@ -1,0 +1,113 @@
+"""The model catalog loader: the built-in catalog, overrides, and the entries it refuses."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from imageforge.contract import InputError, ModelUnavailableError
+from imageforge.contract.catalog import BUILTIN_CATALOG, Family, load_catalog, parse_catalog
+
+VALID = {
+    "key": "TEST",
+    "family": "background",
+    "adapter": "ben2",
+    "label": "Test",
+    "license": "MIT",
+    "repository": "kit/test",
+    "directory": "test",
+    "normalization": "imagenet",
+    "files": [{"path": "onnx/model.onnx", "size": 10, "sha256": "AB" * 32}],
+}
+
+
+def parse(*entries: dict):
+    return parse_catalog({"models": list(entries)}, Path("catalog.json"))
+
+
+def variant(**changes) -> dict:
+    raw = copy.deepcopy(VALID)
+    raw.update(changes)
+    return raw
+
+
+def test_builtin_catalog_matches_the_published_facts():
+    catalog = load_catalog()
+    assert catalog.source == BUILTIN_CATALOG
+    ben2 = catalog.get("BEN2_BASE")
+    assert (ben2.repository, ben2.directory, ben2.files[0].path) == (
+        "onnx-community/BEN2-ONNX",
+        "BEN2-ONNX",
+        "onnx/model_fp16.onnx",
+    )
+    assert ben2.files[0].size == 219121675 and ben2.files[0].streamable
+    assert ben2.options == {"normalization": "imagenet"}
+    assert {entry.key for entry in catalog.defaults} == {"BEN2_BASE", "MOGE2_VITB_NORMAL", "REALESRGAN_GENERAL_X4V3"}
+    assert not catalog.get("MOGE2_VITL_NORMAL").files[0].streamable  # fetched with huggingface_hub
+    general = catalog.get("REALESRGAN_GENERAL_X4V3").files[0]
+    assert general.size is None and general.sha256 is not None  # hash declared, size not
+    for family in Family:
+        assert catalog.default_for(family).family is family
+
+
+def test_optional_fields_are_kept_as_options_and_hashes_are_normalised():
+    (entry,) = parse(VALID).models
+    assert entry.options == {"normalization": "imagenet"}
+    assert entry.default is False
+    assert entry.files[0].sha256 == "ab" * 32
+    assert entry.declared_size == 10
+
+
+def test_unknown_key_lists_the_valid_ones():
+    catalog = parse(VALID, variant(key="OTHER"))
+    with pytest.raises(ModelUnavailableError, match=r"^Unknown model 'NOPE'; valid models are: TEST, OTHER\.$"):
+        catalog.get("NOPE")
+
+
+def test_resolve_checks_the_family():
+    catalog = parse(VALID)
+    assert catalog.resolve(None, Family.BACKGROUND).key == "TEST"
+    with pytest.raises(InputError, match="'TEST' is a background model, not a"):
+        catalog.resolve("TEST", Family.UPSCALE)
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({"files": []}, "invalid"),
+        ({"files": "model.onnx"}, "invalid"),
+        ({"family": "audio"}, "invalid"),
+        ({"directory": "../outside"}, "invalid"),
+        ({"directory": "C:/models"}, "invalid"),
+        ({"files": [{"path": "/etc/passwd"}]}, "invalid"),
+        ({"files": [{"path": "a\\..\\..\\b"}]}, "invalid"),
+        ({"files": [{"path": "m.onnx", "size": "10"}]}, "size of 'm.onnx' must be a byte count"),
+        ({"files": [{"path": "m.onnx", "size": -1}]}, "size of 'm.onnx' must be a byte count"),
+        ({"files": [{"path": "m.onnx", "sha256": "abc"}]}, "sha256 of 'm.onnx' must be 64 hex digits"),
+    ],
+)
+def test_invalid_entries_are_refused_with_the_catalog_named(changes, reason):
+    with pytest.raises(ModelUnavailableError, match=r"^Model catalog catalog\.json: entry 'TEST' is invalid") as raised:
+        parse(variant(**changes))
+    assert reason in str(raised.value)
+
+
+def test_duplicate_keys_and_missing_fields_are_refused():
+    with pytest.raises(ModelUnavailableError, match="entry 'TEST' is invalid"):
+        parse(VALID, VALID)
+    incomplete = {name: value for name, value in VALID.items() if name != "repository"}
+    with pytest.raises(ModelUnavailableError, match="an entry lacks 'repository'"):
+        parse(incomplete)
+
+
+def test_the_environment_variable_overrides_the_builtin_catalog(tmp_path, monkeypatch):
+    override = tmp_path / "catalog.json"
+    override.write_text(json.dumps({"models": [VALID]}), encoding="utf-8")
+    monkeypatch.setenv("IMAGEFORGE_MODEL_CATALOG", str(override))
+    assert [entry.key for entry in load_catalog().models] == ["TEST"]
+    override.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ModelUnavailableError, match=r"^Cannot read the model catalog .*catalog\.json"):
+        load_catalog()
