@@ -97,13 +97,15 @@ def video(
         stream = container.add_stream(codec, rate=rate)
         stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
         audio_stream = container.add_stream(audio, rate=48000) if audio else None
+        container.start_encoding()  # header even when no frame follows
         for index in range(frames):
             pixels = np.zeros((height, width, 4), np.uint8)
             pixels[..., :3] = frame_colour(index)
             pixels[..., 3] = 255
             if alpha:
                 pixels[:, width // 2 :, 3] = 64
-            frame = av.VideoFrame.from_ndarray(pixels if alpha else pixels[..., :3].copy(), "rgba" if alpha else "rgb24")
+            values, native = (pixels, "rgba") if alpha else (pixels[..., :3].copy(), "rgb24")
+            frame = av.VideoFrame.from_ndarray(values, format=native)
             frame.pts = index
             frame.time_base = 1 / rate
             for packet in stream.encode(frame):

@@ -54,8 +54,10 @@ def probe_video(path: Path) -> VideoInfo:
     """Read a video's stream parameters and exact frame count; errors are one sentence naming the file."""
     try:
         with av.open(str(path)) as container:
-            if not container.streams.video:
+            if not container.streams.video and container.streams.audio:
                 raise InputError(f"'{path.name}' has no video track; choose a video with picture, not audio only.")
+            if not container.streams.video:
+                raise _no_frames(path)
             stream = container.streams.video[0]
             context = stream.codec_context
             check_dimensions(path, context.width, context.height)
@@ -88,13 +90,19 @@ def probe_video(path: Path) -> VideoInfo:
                 color_primaries=int(context.color_primaries or 0),
                 color_trc=int(context.color_trc or 0),
             )
+    except av.EOFError as error:  # the file ends before the first frame
+        raise _no_frames(path) from error
     except av.FFmpegError as error:
         if isinstance(error, PermissionError):
             raise
         raise corrupt(path, "not a readable video") from error
     if info.frame_count == 0:
-        raise InputError(f"'{path.name}' contains no video frames; re-export the video.")
+        raise _no_frames(path)
     return info
+
+
+def _no_frames(path: Path) -> InputError:
+    return InputError(f"'{path.name}' contains no video frames; re-export the video.")
 
 
 def _count_packets(container: av.container.InputContainer, stream: av.video.stream.VideoStream) -> int:
