@@ -86,7 +86,7 @@ def models_list(args: argparse.Namespace) -> int:
     root = _storage_root(args)
     for entry in load_catalog().models:
         size = f"{entry.declared_size / 1e6:.0f} MB" if entry.declared_size else "size unknown"
-        state = "ready" if model_status(root, entry).ready else "not downloaded"
+        state = model_status(root, entry).summary
         marker = "*" if entry.default else " "
         print(f"{marker} {entry.key:<26} {entry.family.value:<10} {size:>12}  {entry.license:<13} {state}")
     return 0
@@ -109,4 +109,6 @@ def models_verify(args: argparse.Namespace) -> int:
             if item.state.value != "missing":
                 print(f"{item.state.value:<10} {entry.key} {item.file.path}")
                 failures += not item.ready
+    if failures:
+        _say(f"{failures} file(s) damaged; 'imageforge models download KEY' fetches them again.")
     return 1 if failures else 0

@@ -64,6 +64,19 @@ class ModelStatus:
     def partial_bytes(self) -> int:
         return sum(status.partial_bytes for status in self.files)
 
+    @property
+    def summary(self) -> str:
+        """One word or two for lists: ready, damaged, partial 38%, not downloaded."""
+        if self.ready:
+            return "ready"
+        if any(status.state in (FileState.WRONG_SIZE, FileState.WRONG_HASH) for status in self.files):
+            return "damaged"
+        size = self.entry.declared_size
+        if self.partial_bytes and size:
+            on_disk = self.partial_bytes + sum(status.file.size or 0 for status in self.files if status.ready)
+            return f"partial {on_disk / size:.0%}"
+        return "partial" if self.partial_bytes else "not downloaded"
+
 
 def models_root(storage_root: Path) -> Path:
     return Path(storage_root) / "models"

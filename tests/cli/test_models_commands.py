@@ -1,0 +1,94 @@
+"""`imageforge models list | download | verify` use the download code and tell the truth about the disk."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from imageforge.cli.main import main
+
+BEN2 = os.urandom(200_000)
+UPSCALE = os.urandom(100_000)
+
+
+def catalog_entry(key: str, directory: str, data: bytes, default: bool) -> dict:
+    return {
+        "key": key,
+        "family": "background" if key == "KIT_BEN2" else "upscale",
+        "adapter": "ben2" if key == "KIT_BEN2" else "upscale",
+        "label": key,
+        "license": "MIT",
+        "repository": f"kit/{directory}",
+        "directory": directory,
+        "default": default,
+        "files": [{"path": "model.onnx", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}],
+    }
+
+
+@pytest.fixture
+def catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "catalog.json"
+    entries = [catalog_entry("KIT_BEN2", "ben2", BEN2, True), catalog_entry("KIT_UPSCALE", "up", UPSCALE, False)]
+    path.write_text(json.dumps({"models": entries}), encoding="utf-8")
+    monkeypatch.setenv("IMAGEFORGE_MODEL_CATALOG", str(path))
+    return path
+
+
+def lines(capsys) -> list[str]:
+    return capsys.readouterr().out.strip().splitlines()
+
+
+def test_list_and_verify_read_the_disk(catalog, storage_root, capsys):
+    models = storage_root / "models"
+    assert main(["--storage-root", str(storage_root), "models", "list"]) == 0
+    assert [line.split()[-2:] for line in lines(capsys)] == [["not", "downloaded"]] * 2
+
+    (models / "ben2").mkdir(parents=True)
+    (models / "ben2" / "model.onnx").write_bytes(BEN2)
+    (models / "up").mkdir()
+    (models / "up" / "model.onnx.part").write_bytes(UPSCALE[:25_000])
+    assert main(["--storage-root", str(storage_root), "models", "list"]) == 0
+    listed = lines(capsys)
+    assert listed[0].startswith("* KIT_BEN2") and listed[0].endswith(" ready")
+    assert listed[1].endswith(" partial 25%")
+
+    assert main(["--storage-root", str(storage_root), "models", "verify"]) == 0
+    assert lines(capsys) == ["ready      KIT_BEN2 model.onnx"]
+
+    (models / "ben2" / "model.onnx").write_bytes(BEN2[:-1] + b"?")
+    assert main(["--storage-root", str(storage_root), "models", "verify"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.strip() == "wrong_hash KIT_BEN2 model.onnx"
+    assert "1 file(s) damaged" in captured.err
+    assert main(["--storage-root", str(storage_root), "models", "list"]) == 0
+    assert lines(capsys)[0].endswith(" damaged")
+
+
+def test_download_unknown_key_fails_before_any_server_starts(catalog, storage_root, capsys):
+    assert main(["--storage-root", str(storage_root), "models", "download", "NOPE"]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "imageforge: Unknown model 'NOPE'; valid models are: KIT_BEN2, KIT_UPSCALE."
+    )
+    assert not storage_root.exists()
+
+
+@pytest.mark.slow
+def test_download_runs_the_job_on_the_server(catalog, hub, server_storage):
+    hub.add_hub_file("kit/up", "model.onnx", UPSCALE)
+    env = {**os.environ, "HF_ENDPOINT": hub.url, "IMAGEFORGE_STORAGE_ROOT": str(server_storage)}
+    completed = subprocess.run(
+        [sys.executable, "-m", "imageforge.cli.main", "models", "download", "KIT_UPSCALE"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout) == {"models": {"KIT_UPSCALE": {"model.onnx": "downloaded"}}}
+    assert (server_storage / "models" / "up" / "model.onnx").read_bytes() == UPSCALE
