@@ -14,7 +14,7 @@ from typing import Any
 
 from blendjob.server import JobCancelled
 
-from ...contract.catalog import load_catalog
+from ...contract.catalog import ModelEntry, load_catalog
 from ...contract.jobs import DownloadModelParams, DownloadRequiredModelsParams
 from ..downloads.failures import DownloadCancelled
 from ..downloads.install import ensure_models
@@ -35,6 +35,13 @@ def run_download_required_models(context: Any, params: DownloadRequiredModelsPar
 def _download(context: Any, keys: list[str] | None) -> dict[str, str]:
     catalog = load_catalog()
     entries = [catalog.get(key) for key in keys] if keys is not None else list(catalog.defaults)
+    outcome = download_into_job(context, entries)
+    (Path(context.directory) / MANIFEST).write_text(json.dumps({"models": outcome}, indent=2), encoding="utf-8")
+    return {"manifest": MANIFEST}
+
+
+def download_into_job(context: Any, entries: list[ModelEntry]) -> dict[str, dict[str, str]]:
+    """Make `entries` ready inside any job (an image job fetching its missing model), with its progress."""
     try:
         sources: DownloadSources = context.resource(RESOURCE)
     except KeyError:  # a server built without the resource still downloads, from the hub first
@@ -50,8 +57,7 @@ def _download(context: Any, keys: list[str] | None) -> dict[str, str]:
         )
     except DownloadCancelled:
         raise JobCancelled("Download cancelled; it will resume next time.") from None
-    (Path(context.directory) / MANIFEST).write_text(json.dumps({"models": outcome}, indent=2), encoding="utf-8")
-    return {"manifest": MANIFEST}
+    return outcome
 
 
 def _cancel_requested(context: Any) -> bool:
