@@ -181,3 +181,10 @@ def test_exif_orientation_is_not_applied(tmp_path):
     source, image = _read(tmp_path / "phone.jpg")
     assert (source.width, source.height) == (4, 2)
     assert image.pixels[0, 0, 0] > 0.8
+
+
+def test_literal_percent_d_in_a_16bit_file_name_is_not_a_pattern(tmp_path):
+    """FFmpeg's image demuxer would read `%04d` as a frame pattern; the file must open as itself."""
+    values = makers.ramp(3, 4, 3, 65535, np.uint16)
+    _, image = _read(makers.spec_png16(tmp_path / "take%04d 100%.png", values))
+    np.testing.assert_array_equal(np.rint(image.pixels * 65535).astype(np.uint16), values)

@@ -3,7 +3,8 @@
 Decoder per file (decided from the header alone, before any pixel is decoded):
 - Pillow for 8-bit images of every supported format, 16-bit greyscale TIFF and 32-bit float greyscale TIFF.
 - PyAV (FFmpeg's decoders) for 16-bit colour PNG/TIFF, because Pillow reduces 16-bit RGB(A) to 8 bits, and
-  for Radiance HDR, which Pillow cannot read at all.
+  for Radiance HDR, which Pillow cannot read at all. PyAV gets an open file, not a name: FFmpeg's image
+  demuxer would read a literal `%d` in a file name as a frame-number pattern.
 - OpenEXR for .exr (see exr.py).
 EXIF orientation is deliberately ignored: Blender shows pixels in stored order, and a result must line up
 with the image the artist sees in Blender. Colour profiles are ignored for the same reason.
@@ -115,7 +116,7 @@ def _probe_with_pillow(path: Path, png: tuple[int, int, int, int] | None) -> Sti
 
 def _probe_with_pyav(path: Path) -> tuple[int, int]:
     try:
-        with av.open(str(path)) as container:
+        with open(path, "rb") as handle, av.open(handle) as container:
             stream = container.streams.video[0]
             width, height = stream.codec_context.width, stream.codec_context.height
     except (av.FFmpegError, IndexError) as error:
@@ -161,7 +162,7 @@ def _decode_with_pillow(info: StillInfo) -> np.ndarray:
 def _decode_with_pyav(info: StillInfo) -> np.ndarray:
     path = info.path
     try:
-        with av.open(str(path)) as container:
+        with open(path, "rb") as handle, av.open(handle) as container:
             for frame in container.decode(video=0):
                 if info.sample_kind is SampleKind.FLOAT:
                     return np.asarray(frame.to_ndarray(), dtype=np.float32)  # gbrpf32le arrives as RGB

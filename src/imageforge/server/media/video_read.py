@@ -107,9 +107,7 @@ def _no_frames(path: Path) -> InputError:
 
 def _count_packets(container: av.container.InputContainer, stream: av.video.stream.VideoStream) -> int:
     """Matroska/WebM do not store a frame count: count the stream's packets (demux only, no decoding)."""
-    count = sum(1 for packet in container.demux(stream) if packet.size)
-    container.seek(0)
-    return count
+    return sum(1 for packet in container.demux(stream) if packet.size)
 
 
 def iter_video_frames(info: VideoInfo) -> Iterator[tuple[int, int | None, Image]]:
