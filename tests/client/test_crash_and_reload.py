@@ -8,6 +8,7 @@ import signal
 import pytest
 from blendjob.controller import RegisteredServerProcess
 
+from imageforge.client import retirement
 from imageforge.client.authenticated import AuthenticatedJobClient
 from imageforge.client.runtime import make_runtime, run_job
 from imageforge.contract.server_credentials import ServerCredentials, read_credentials, write_credentials
@@ -87,6 +88,7 @@ def test_a_reloaded_add_on_recovers_its_running_server_with_the_token(hub_models
         assert after.server.health()["instance_id"] == running.instance_id
     finally:
         after.server.stop()
+    assert retirement.wait_until_retired(hub_models.root.resolve(), timeout=20)
     assert after.server.last_retired.exit_seen_after is not None  # it really exited
     assert not (hub_models.root / "server-process.json").exists()
 
@@ -105,4 +107,5 @@ def test_a_reload_cannot_take_over_a_server_whose_token_it_cannot_read(hub_model
     finally:
         write_credentials(hub_models.root, genuine)
         after.server.stop()
+    assert retirement.wait_until_retired(hub_models.root.resolve(), timeout=20)
     assert after.server.last_retired.exit_seen_after is not None

@@ -48,6 +48,7 @@ class ImageForgeServerController(ServerController):
         self.main_thread_wait = MAIN_THREAD_WAIT
         self.grace = retirement.GRACE_SECONDS
         self.last_retired: retirement.RetiringServer | None = None
+        self.job_servers: dict[str, str] = {}  # job id -> instance id of the server it was submitted to
 
     def root(self) -> Path:
         return Path(self.cwd_factory()).resolve()
@@ -185,19 +186,31 @@ class ImageForgeServerController(ServerController):
             self.snapshot = {"state": "ERROR", "message": self.crash_message}
         return interval
 
+    def submit(self, job_type: str, parameters: dict) -> dict:
+        submitted = super().submit(job_type, parameters)
+        self.job_servers[submitted["job_id"]] = self.connection.instance_id
+        return submitted
+
     def status(self, job_id: str) -> dict:
         """A job's status from the server that runs it; never starts a new server that cannot know the job."""
-        self._require_running()
+        self._require_running(job_id)
         return super().status(job_id)
 
     def cancel(self, job_id: str) -> dict:
-        self._require_running()
+        self._require_running(job_id)
         return super().cancel(job_id)
 
-    def _require_running(self) -> None:
+    def mark_job_complete(self, job_id: str) -> None:
+        self.job_servers.pop(job_id, None)
+        super().mark_job_complete(job_id)
+
+    def _require_running(self, job_id: str) -> None:
         self._close_finished_process()
         if self.process is None:
             raise RuntimeError(self.crash_message or "The job server was stopped before the job finished.")
+        started_on = self.job_servers.get(job_id)
+        if started_on is not None and started_on != self.connection.instance_id:
+            raise RuntimeError("The job server was restarted before the job finished.")
 
 
 def crash_message(process: Any, log_path: Path) -> str:
