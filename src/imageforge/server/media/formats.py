@@ -53,6 +53,10 @@ def check_dimensions(path: Path, width: int, height: int) -> None:
         )
 
 
+def empty(path: Path) -> InputError:
+    return InputError(f"'{path.name}' is empty (0 bytes); it may not have finished saving.")
+
+
 def corrupt(path: Path, reason: str = "") -> InputError:
     """A damaged-file error; `reason` is a short phrase of ours (library messages go to the chained cause)."""
     because = f" ({reason})" if reason else ""

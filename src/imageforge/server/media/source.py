@@ -18,7 +18,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from ...contract.errors import InputError
-from .formats import STILL_EXTENSIONS, VIDEO_EXTENSIONS, unsupported
+from .formats import STILL_EXTENSIONS, VIDEO_EXTENSIONS, empty, unsupported
 from .image import Image, SampleKind
 from .sequences import FrameSequence, find_in_folder, find_pattern, is_pattern
 from .stills import StillInfo, probe_still, read_still
@@ -121,9 +121,8 @@ def open_input(path: str, *, still_only: bool = False) -> MediaSource:
         if not stat.S_ISREG(mode):
             raise InputError(f"'{location.name}' is not a regular file; choose an image or video file.")
         with open(location, "rb") as handle:  # permission problems surface here, uniformly
-            empty = not handle.read(1)
-        if empty:
-            raise InputError(f"'{location.name}' is empty (0 bytes); it may not have finished saving.")
+            if not handle.read(1):
+                raise empty(location)
         suffix = location.suffix.lower()
         if suffix in VIDEO_EXTENSIONS:
             if still_only:

@@ -24,7 +24,7 @@ from PIL import UnidentifiedImageError
 
 from ...contract.errors import InputError, ResourceExhaustedError
 from .exr import ExrLayout, probe_exr, read_exr
-from .formats import MAX_PIXELS, check_dimensions, corrupt
+from .formats import MAX_PIXELS, check_dimensions, corrupt, empty
 from .image import Image, SampleKind, from_integers, to_rgb_or_rgba
 
 # Pillow refuses images above twice this with its own DecompressionBombError; our check_dimensions
@@ -56,7 +56,7 @@ def probe_still(path: Path) -> StillInfo:
     with open(path, "rb") as handle:
         head = handle.read(64)
     if not head:
-        raise InputError(f"'{path.name}' is empty (0 bytes); it may not have finished saving.")
+        raise empty(path)
     if head.startswith(_EXR_MAGIC):
         layout = probe_exr(path)
         size = (layout.width, layout.height)
