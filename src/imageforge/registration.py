@@ -1,21 +1,31 @@
-"""Register and unregister every Blender class of the add-on, in order, leaving nothing behind."""
+"""Register and unregister every Blender class of the add-on, in order, leaving nothing behind.
+
+Order matters: the runtime first (its server operators are what the panels call, and the job operators are
+bound to it), then preferences, operators, menus and panels. Unregister removes the menus, then the runtime
+(cancelling a running job while its operator still exists), then the classes in reverse.
+"""
 
 from __future__ import annotations
 
 import bpy
 
-from . import preferences, runtime
+from . import operators, panels, preferences, runtime
+from .operators import base, menus
 
-CLASSES: tuple[type, ...] = (preferences.ImageForgePreferences,)
+CLASSES: tuple[type, ...] = (preferences.ImageForgePreferences, *operators.CLASSES, *panels.CLASSES)
 
 
 def register() -> None:
+    runtime.register()
+    base.bind(runtime.get_runtime())
     for cls in CLASSES:
         bpy.utils.register_class(cls)
-    runtime.register()
+    menus.register_menus()
 
 
 def unregister() -> None:
-    runtime.unregister()
+    menus.unregister_menus()
+    runtime.unregister()  # first: a running job is cancelled and cleaned up while its operator class exists
+    base.bind(None)
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)

@@ -5,17 +5,22 @@ from __future__ import annotations
 import addon_utils
 import bpy
 
+MENUS = ("IMAGE_MT_image", "VIEW3D_MT_object_context_menu", "STATUSBAR_HT_header")
+
 
 def blender_state() -> dict:
     return {
         "operators": sorted(name for name in dir(bpy.ops.imageforge)),
         "preferences": "imageforge" in bpy.context.preferences.addons,
-        "classes": hasattr(bpy.types, "ImageForgePreferences"),
-        "status_bar": [
-            function.__module__
-            for function in getattr(bpy.types.STATUSBAR_HT_header.draw, "_draw_funcs", ()) or ()
-            if function.__module__.startswith(("blendjob", "imageforge"))
-        ],
+        "classes": sorted(name for name in dir(bpy.types) if name.startswith(("IMAGEFORGE_", "ImageForge"))),
+        "menus": {
+            menu: [
+                function.__module__
+                for function in getattr(getattr(bpy.types, menu).draw, "_draw_funcs", ()) or ()
+                if function.__module__.startswith(("blendjob", "imageforge"))
+            ]
+            for menu in MENUS
+        },
     }
 
 
@@ -27,14 +32,41 @@ def test_register_and_unregister_twice_leave_nothing_behind():
         enabled = blender_state()
         assert enabled["preferences"]
         assert {"start_server", "stop_server", "restart_server", "setup_server"} <= set(enabled["operators"])
+        assert {"remove_background", "upscale_image", "refine_selection", "cutout", "depth_plane"} <= set(
+            enabled["operators"]
+        )
+        assert {"IMAGEFORGE_PT_server", "IMAGEFORGE_PT_server_image", "IMAGEFORGE_PT_tools_image"} <= set(
+            enabled["classes"]
+        )
+        assert enabled["menus"] == {
+            "IMAGE_MT_image": ["imageforge.operators.menus"],
+            "VIEW3D_MT_object_context_menu": ["imageforge.operators.menus"],
+            "STATUSBAR_HT_header": ["blendjob.runtime"],
+        }
         from imageforge import runtime
+        from imageforge.operators import base
 
-        poll = runtime.get_runtime()._poll_server
+        active = runtime.get_runtime()
+        assert base.ImageForgeJobOperator.job_runtime is active
+        poll, redraw = active._poll_server, active._redraw_status_bars
         assert bpy.app.timers.is_registered(poll)
-        assert enabled["status_bar"] == ["blendjob.runtime"]
+        bpy.app.timers.register(redraw)  # what a job's progress update does; it must go on unregister too
         addon_utils.disable("imageforge", default_set=True)
         assert not bpy.app.timers.is_registered(poll)
+        assert not bpy.app.timers.is_registered(redraw)
+        assert base.ImageForgeJobOperator.job_runtime is None
         assert blender_state() == before
+
+
+def test_job_operators_show_in_search_and_poll_fast():
+    from imageforge.operators import CLASSES
+    from imageforge.operators.base import JOB_POLL_INTERVAL, ImageForgeJobOperator
+
+    job_operators = [cls for cls in CLASSES if issubclass(cls, ImageForgeJobOperator)]
+    assert len(job_operators) == 6
+    for cls in job_operators:
+        assert "INTERNAL" not in cls.bl_options and "REGISTER" in cls.bl_options, cls.bl_idname
+        assert cls.poll_interval == JOB_POLL_INTERVAL < 0.25
 
 
 def test_preferences_defaults_and_storage_root(addon, tmp_path):

@@ -1,0 +1,13 @@
+"""ImageForge's operators: BlendJob job operators for each tool, the selection drawer, model management."""
+
+from __future__ import annotations
+
+from . import draw_selection, geometry_jobs, image_jobs, menus, server_jobs
+
+CLASSES: tuple[type, ...] = (
+    *image_jobs.CLASSES,
+    *geometry_jobs.CLASSES,
+    *server_jobs.CLASSES,
+    *draw_selection.CLASSES,
+    *menus.CLASSES,
+)

@@ -1,0 +1,41 @@
+"""Why a tool cannot run right now, in one sentence: shown as the greyed-out button's tooltip.
+
+Operators call these from poll() (so they must stay cheap: attribute reads, no file access beyond a stat)
+and the Tools panel calls them to grey whole rows out.
+"""
+
+from __future__ import annotations
+
+import bpy
+
+from .. import runtime
+from ..scene.active_image import find_active_image, image_problem
+from ..server_state import ServerState, server_state
+
+NO_IMAGE = (
+    "No image: open one in the Image Editor, or select an image empty or an object whose material has an image texture"
+)
+
+
+def server_reason() -> str | None:
+    try:
+        active = runtime.get_runtime()
+    except RuntimeError:
+        return "ImageForge is not registered"
+    if active.active_job is not None:
+        return "Wait for the running ImageForge task to finish (Esc cancels it)"
+    if server_state(runtime.server_snapshot()) is ServerState.UNAVAILABLE:
+        return "Set up the server first: ImageForge sidebar, Server, Set Up Server"
+    return None
+
+
+def image_reason(context: bpy.types.Context) -> str | None:
+    found = find_active_image(context)
+    if found is None:
+        return NO_IMAGE
+    return image_problem(found.image)
+
+
+def tool_reason(context: bpy.types.Context) -> str | None:
+    """The reason an image tool is unavailable: the server's first, then the image's."""
+    return server_reason() or image_reason(context)

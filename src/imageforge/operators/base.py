@@ -1,0 +1,122 @@
+"""What every ImageForge job operator shares, on top of BlendJob's JobOperatorBase.
+
+The flow is BlendJob's (execute → submit → modal polling → response → cleanup), with these house rules:
+- Inputs are validated in execute() before anything is submitted; the parameters are built there explicitly
+  (never BlendJob's default of sending every annotated property) and checked against the job's contract, so a
+  bad request is a warning in Blender instead of a server round trip.
+- Blender data changes only in response(), which lands the result and pushes one undo step named after the
+  operator. The operator itself has no UNDO flag: Blender would push a second, empty step when the modal ends.
+- ImageForge errors reach the user as reports; BlendJob reports OSError/RuntimeError/TypeError/ValueError,
+  so ImageForge errors from landing are re-raised as RuntimeError with the same sentence.
+- cleanup() removes the temporary input files on every outcome.
+- poll() gives the reason a tool is unavailable as the button's tooltip (poll_message_set).
+
+The runtime is bound at registration (bind()), exactly as JobRuntime.operator_base() does: that class only
+sets `job_runtime`, and binding the shared base keeps the operator classes ordinary module-level classes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import bpy
+from blendjob import JobResult, JobRuntime
+from blendjob.operator import JobOperatorBase
+
+from .. import preferences
+from ..contract import ImageForgeError, job_spec
+from .availability import server_reason
+
+JOB_POLL_INTERVAL = 0.05  # a status request is a few ms; BlendJob's 0.25 s made every job wait
+
+
+class ImageForgeJobOperator(JobOperatorBase):
+    bl_options = {"REGISTER"}  # BlendJob's default is INTERNAL, which hides operators from F3 search
+    poll_interval = JOB_POLL_INTERVAL
+    # Plain class attributes, not annotations: Blender reads every annotation of an operator as a property.
+    job_runtime = None  # the JobRuntime, set by bind()
+    job_id = None  # the JobId this operator submits
+    pushes_undo = True  # False for jobs that change no Blender data (downloads)
+
+    @classmethod
+    def unavailable_reason(cls, context: bpy.types.Context) -> str | None:
+        return server_reason()
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        reason = cls.unavailable_reason(context)
+        if reason is not None:
+            cls.poll_message_set(reason)
+            return False
+        return True
+
+    # -- before submitting ------------------------------------------------------------------------------------
+
+    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
+        """Validate the inputs and return the job's parameters. Raise ImageForgeError to refuse."""
+        raise NotImplementedError
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        self.job_type = self.job_id.value
+        self._temporary: Path | None = None
+        try:
+            parameters = self.prepare(context)
+            job_spec(self.job_type).parse(parameters)  # the contract the server applies, checked here first
+        except (ImageForgeError, OSError) as error:
+            self.report({"WARNING"}, str(error))
+            self.cleanup()
+            return {"CANCELLED"}
+        self._parameters = parameters
+        result = super().execute(context)
+        if "CANCELLED" in result:
+            self.cleanup()
+        return result
+
+    def request(self, _context: bpy.types.Context) -> dict[str, Any]:
+        return self._parameters
+
+    def temporary_directory(self) -> Path:
+        """A folder for this run's input files, removed by cleanup()."""
+        if self._temporary is None:
+            self._temporary = Path(tempfile.mkdtemp(prefix="imageforge-input-"))
+        return self._temporary
+
+    # -- after the job ------------------------------------------------------------------------------------------
+
+    def land(self, context: bpy.types.Context, result: JobResult) -> str:
+        """Apply the result to Blender data; return the status-bar message."""
+        raise NotImplementedError
+
+    def response(self, context: bpy.types.Context, result: JobResult) -> str:
+        try:
+            message = self.land(context, result)
+        except ImageForgeError as error:
+            raise RuntimeError(str(error)) from error
+        if self.pushes_undo:
+            bpy.ops.ed.undo_push(message=self.bl_label)
+        self.report({"INFO"}, message)
+        return message
+
+    def cleanup(self) -> None:
+        temporary = getattr(self, "_temporary", None)
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+            self._temporary = None
+
+    # -- preferences every job sends ----------------------------------------------------------------------------
+
+    @staticmethod
+    def common_parameters() -> dict[str, Any]:
+        prefs = preferences.get_preferences()
+        return {
+            "device": preferences.job_device(prefs).value,
+            "max_input_size": preferences.job_max_input_size(prefs),
+        }
+
+
+def bind(runtime: JobRuntime | None) -> None:
+    """Point every ImageForge job operator at the runtime (None on unregister)."""
+    ImageForgeJobOperator.job_runtime = runtime

@@ -1,0 +1,206 @@
+"""Remove Background, Upscale Image and Refine Selection: jobs whose result replaces the image in place."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import bpy
+from blendjob import JobResult
+
+from .. import preferences
+from ..contract import InputError, JobId
+from ..contract.catalog import Family
+from ..contract.jobs import OutputKind
+from ..contract.parameters import Selection
+from ..scene.active_image import find_active_image, image_problem, job_input_path
+from ..scene.replace import matte_from_file, multiply_alpha, replace_from_file, replace_within
+from ..scene.selection import selection_mask
+from .availability import NO_IMAGE, tool_reason
+from .base import ImageForgeJobOperator
+
+
+class ImageTool:
+    """Finds the image a tool works on in execute(), and finds it again by name when the result lands."""
+
+    image_name: bpy.props.StringProperty(
+        name="Image", description="Image to process (default: the active image)", options={"HIDDEN", "SKIP_SAVE"}
+    )
+
+    @classmethod
+    def unavailable_reason(cls, context: bpy.types.Context) -> str | None:
+        return tool_reason(context)
+
+    def target_image(self, context: bpy.types.Context) -> bpy.types.Image:
+        if self.image_name:
+            image = bpy.data.images.get(self.image_name)
+            if image is None:
+                raise InputError(f"There is no image named '{self.image_name}'.")
+        else:
+            found = find_active_image(context)
+            if found is None:
+                raise InputError(f"{NO_IMAGE}.")
+            image = found.image
+        problem = image_problem(image)
+        if problem:
+            raise InputError(f"{problem}.")
+        self._image_name = image.name
+        return image
+
+    def input_parameters(self, image: bpy.types.Image) -> dict[str, Any]:
+        return {"input": str(job_input_path(image, self.temporary_directory())), **self.common_parameters()}
+
+    def landed_image(self) -> bpy.types.Image:
+        image = bpy.data.images.get(self._image_name)
+        if image is None:
+            raise InputError(f"The image '{self._image_name}' was removed while the job ran; nothing was changed.")
+        return image
+
+
+def selection_property() -> Any:
+    return bpy.props.StringProperty(
+        name="Selection",
+        description='Region in image pixels as JSON: {"box": [x0, y0, x1, y1]} or {"lasso": [[x, y], ...]}',
+        options={"HIDDEN", "SKIP_SAVE"},
+    )
+
+
+def parse_selection(raw: str, image: bpy.types.Image) -> dict:
+    """The selection as the contract's plain dict, checked to overlap the image."""
+    try:
+        selection = Selection.parse("selection", json.loads(raw))
+    except ValueError as error:
+        raise InputError("The selection is not valid JSON; draw it again.") from error
+    x0, y0, x1, y1 = selection.bounds
+    width, height = image.size
+    if x1 <= 0 or y1 <= 0 or x0 >= width or y0 >= height:
+        raise InputError("The selection lies outside the image; draw it on the image.")
+    return selection.to_dict()
+
+
+class IMAGEFORGE_OT_remove_background(ImageTool, ImageForgeJobOperator, bpy.types.Operator):
+    """Remove the background of the active image; the result replaces it in place"""
+
+    bl_idname = "imageforge.remove_background"
+    bl_label = "Remove Background"
+    job_id = JobId.REMOVE_BACKGROUND
+
+    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
+        image = self.target_image(context)
+        # Float (HDR) images get the matte only and are multiplied here: their values never pass through PNG.
+        self._float = image.is_float
+        kind = OutputKind.ALPHA if self._float else OutputKind.FOREGROUND
+        return {
+            **self.input_parameters(image),
+            "output_kind": kind.value,
+            "model": preferences.job_model(preferences.get_preferences(), Family.BACKGROUND),
+        }
+
+    def land(self, _context: bpy.types.Context, result: JobResult) -> str:
+        image = self.landed_image()
+        if self._float:
+            multiply_alpha(image, matte_from_file(result.file("alpha")))
+        else:
+            replace_from_file(image, result.file("foreground"))
+        return f"Removed the background of '{image.name}'"
+
+
+def upscale_target(width: int, height: int, scale: int, max_input_size: int) -> tuple[int, int]:
+    """The result's size: the source is first limited to Maximum AI Input Size along its longer side."""
+    factor = min(1.0, max_input_size / max(width, height, 1))
+    return (max(1, round(width * factor)) * scale, max(1, round(height * factor)) * scale)
+
+
+class IMAGEFORGE_OT_upscale_image(ImageTool, ImageForgeJobOperator, bpy.types.Operator):
+    """Upscale the active image 2× or 4× with an AI model; the result replaces it in place"""
+
+    bl_idname = "imageforge.upscale_image"
+    bl_label = "Upscale Image"
+    job_id = JobId.UPSCALE_IMAGE
+
+    scale: bpy.props.EnumProperty(
+        name="Scale",
+        items=(("2", "2×", "Twice the width and height"), ("4", "4×", "Four times the width and height")),
+        default="4",
+    )
+
+    @classmethod
+    def description(cls, context: bpy.types.Context, properties: Any) -> str:
+        found = find_active_image(context)
+        if found is None or not found.image.size[0]:
+            return cls.__doc__
+        width, height = target_size(found.image, int(properties.scale))
+        return f"Upscale '{found.image.name}' to {width} × {height} px; the result replaces it in place"
+
+    def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
+        if self.properties.is_property_set("scale"):  # the panel's buttons already show the size
+            return self.execute(context)
+        return context.window_manager.invoke_props_dialog(self, title="Upscale Image", confirm_text="Upscale")
+
+    def draw(self, context: bpy.types.Context) -> None:
+        self.layout.prop(self, "scale", expand=True)
+        found = find_active_image(context)
+        if found is not None and found.image.size[0]:
+            width, height = target_size(found.image, int(self.scale))
+            self.layout.label(text=f"Result: {width} × {height} px")
+
+    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
+        image = self.target_image(context)
+        return {
+            **self.input_parameters(image),
+            "scale": int(self.scale),
+            "model": preferences.job_model(preferences.get_preferences(), Family.UPSCALE),
+        }
+
+    def land(self, _context: bpy.types.Context, result: JobResult) -> str:
+        image = self.landed_image()
+        replace_from_file(image, result.file("upscale"))
+        return f"Upscaled '{image.name}' to {image.size[0]} × {image.size[1]} px"
+
+
+def target_size(image: bpy.types.Image, scale: int) -> tuple[int, int]:
+    size = preferences.job_max_input_size(preferences.get_preferences())
+    return upscale_target(image.size[0], image.size[1], scale, size)
+
+
+class IMAGEFORGE_OT_refine_selection(ImageTool, ImageForgeJobOperator, bpy.types.Operator):
+    """Refine the background matte inside a drawn box or lasso; only that region of the image changes"""
+
+    bl_idname = "imageforge.refine_selection"
+    bl_label = "Refine Selection"
+    job_id = JobId.REFINE_IMAGE_SELECTION
+
+    selection: selection_property()
+    padding: bpy.props.IntProperty(
+        name="Padding", description="Context pixels the model sees around the selection", default=32, min=0
+    )
+
+    def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
+        if not self.selection:  # from F3 or a menu: draw the region first
+            return bpy.ops.imageforge.draw_selection("INVOKE_DEFAULT", action="REFINE")
+        return self.execute(context)
+
+    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
+        image = self.target_image(context)
+        if not self.selection:
+            raise InputError("Draw a box or lasso on the image first (Refine Selection in the ImageForge panel).")
+        self._selection = parse_selection(self.selection, image)
+        self._float = image.is_float
+        return {
+            **self.input_parameters(image),
+            "selection": self._selection,
+            "padding": self.padding,
+            "model": preferences.job_model(preferences.get_preferences(), Family.BACKGROUND),
+        }
+
+    def land(self, _context: bpy.types.Context, result: JobResult) -> str:
+        image = self.landed_image()
+        mask = selection_mask(self._selection, *image.size)
+        if self._float:
+            multiply_alpha(image, matte_from_file(result.file("alpha")), mask)
+        else:
+            replace_within(image, result.file("cutout"), mask)
+        return f"Refined {int(mask.sum())} pixels of '{image.name}'"
+
+
+CLASSES = (IMAGEFORGE_OT_remove_background, IMAGEFORGE_OT_upscale_image, IMAGEFORGE_OT_refine_selection)

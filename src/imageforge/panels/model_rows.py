@@ -1,0 +1,69 @@
+"""One row per catalog model for the Models panel: size, licence, whether it is ready, whether it is default.
+
+Readiness comes from the server when it reports it (it verifies SHA-256); otherwise the panel looks at the
+files on disk (`<storage>/models/<directory>/<path>` with the declared size), which costs one stat per file
+and never hashes, so it is cheap enough for a redraw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..contract.catalog import Catalog, Family, ModelEntry
+from ..server_state import ready_models
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    key: str
+    family: Family
+    label: str
+    size: str
+    license: str
+    ready: bool
+    default: bool
+
+
+def format_size(size: int | None) -> str:
+    if size is None:
+        return "size unknown"
+    if size >= 1_000_000_000:
+        return f"{size / 1_000_000_000:.1f} GB"
+    return f"{max(size / 1_000_000, 0.1):.0f} MB" if size >= 1_000_000 else f"{size / 1_000:.0f} kB"
+
+
+def files_present(storage_root: Path, entry: ModelEntry) -> bool:
+    for model_file in entry.files:
+        path = Path(storage_root) / "models" / entry.directory / model_file.path
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return False
+        if model_file.size is not None and size != model_file.size:
+            return False
+    return True
+
+
+def model_rows(catalog: Catalog, snapshot: Mapping[str, Any] | None, storage_root: Path) -> list[ModelRow]:
+    """Rows grouped by family (catalog family order), each family's default first."""
+    reported = ready_models(snapshot)
+    rows = []
+    for family in Family:
+        entries = sorted((entry for entry in catalog.models if entry.family == family), key=lambda e: not e.default)
+        for entry in entries:
+            ready = entry.key in reported if reported is not None else files_present(storage_root, entry)
+            rows.append(
+                ModelRow(
+                    entry.key,
+                    family,
+                    entry.label,
+                    format_size(entry.declared_size),
+                    entry.license,
+                    ready,
+                    entry.default,
+                )
+            )
+    return rows

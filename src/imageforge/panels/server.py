@@ -1,0 +1,79 @@
+"""The Server panel: state, the buttons that state allows, the running job, loaded models."""
+
+from __future__ import annotations
+
+import bpy
+
+from .. import runtime
+from ..server_state import JobProgress, ServerState, server_state
+from .server_view import ServerView, server_view
+from .sidebar import in_both_sidebars
+
+
+def current_server_view() -> ServerView:
+    snapshot = runtime.server_snapshot()
+    try:
+        active = runtime.get_runtime()
+    except RuntimeError:
+        return server_view(snapshot, installed=False)
+    # Readiness reads a small file: only needed to tell "stopped" from "not installed" before the first poll.
+    installed = server_state(snapshot) is not ServerState.STOPPED or active.environment_ready()
+    local = JobProgress(active.progress, active.message) if active.active_job is not None else None
+    return server_view(snapshot, installed=installed, local_progress=local)
+
+
+class ServerPanel:
+    bl_label = "Server"
+    bl_order = 0
+
+    def draw(self, _context: bpy.types.Context) -> None:
+        view = current_server_view()
+        layout = self.layout
+        self.draw_status(layout, view)
+        self.draw_actions(layout, view)
+        self.draw_progress(layout, view)
+        self.draw_models(layout, view)
+        if view.mirror_note:
+            layout.label(text="Model downloads use the mirror", icon="INFO")
+
+    @staticmethod
+    def draw_status(layout: bpy.types.UILayout, view: ServerView) -> None:
+        row = layout.row()
+        row.alert = view.state is ServerState.ERROR
+        row.label(text=view.headline, icon=view.icon)
+        if view.message:
+            column = layout.column(align=True)
+            column.alert = view.state is ServerState.ERROR
+            column.label(text=view.message)
+
+    @staticmethod
+    def draw_actions(layout: bpy.types.UILayout, view: ServerView) -> None:
+        if view.actions:
+            row = layout.row(align=True)
+            for action in view.actions:
+                row.operator(action.operator, text=action.text, icon=action.icon)
+        for action in view.extra:
+            layout.operator(action.operator, text=action.text, icon=action.icon)
+
+    @staticmethod
+    def draw_progress(layout: bpy.types.UILayout, view: ServerView) -> None:
+        if view.progress is None:
+            return
+        row = layout.row(align=True)
+        row.progress(factor=view.progress.fraction, type="BAR", text=view.progress.message)
+        row.operator("imageforge.cancel_job", text="", icon="X")
+
+    @staticmethod
+    def draw_models(layout: bpy.types.UILayout, view: ServerView) -> None:
+        if view.state not in {ServerState.READY, ServerState.BUSY}:
+            return
+        box = layout.box()
+        box.label(text="Loaded Models" if view.models else "No models loaded", icon="MEMORY")
+        for model in view.models:
+            box.label(text=f"{model.family.title()}: {model.model} ({model.device})")
+        row = box.row()
+        row.enabled = view.can_unload
+        row.operator("imageforge.unload_models", text="Unload", icon="UNLINKED")
+
+
+CLASSES = in_both_sidebars(ServerPanel, "server")

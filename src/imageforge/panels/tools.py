@@ -1,0 +1,64 @@
+"""The Tools panel: the image the tools will use, and every tool, greyed out with the reason when unavailable."""
+
+from __future__ import annotations
+
+import bpy
+
+from ..operators.availability import NO_IMAGE, tool_reason
+from ..operators.image_jobs import target_size
+from ..scene.active_image import find_active_image
+from .sidebar import in_both_sidebars
+
+
+class ToolsPanel:
+    bl_label = "Tools"
+    bl_order = 1
+
+    def draw(self, context: bpy.types.Context) -> None:
+        layout = self.layout
+        layout.operator_context = "INVOKE_REGION_WIN"  # the drawer needs the main region, not the sidebar
+        found = find_active_image(context)
+        self.draw_image(layout, found)
+        reason = tool_reason(context)
+        column = layout.column(align=True)
+        column.enabled = reason is None
+        self.draw_image_tools(column, found)
+        self.draw_selection_tools(column)
+        column.separator()
+        column.operator("imageforge.depth_plane", icon="MOD_DISPLACE")
+        if reason is not None and found is not None:
+            layout.label(text=reason, icon="INFO")
+
+    @staticmethod
+    def draw_image(layout: bpy.types.UILayout, found) -> None:
+        if found is None:
+            layout.label(text=NO_IMAGE.split(":")[0], icon="ERROR")
+            return
+        width, height = found.image.size
+        layout.label(text=f"{found.image.name} · {width} × {height}", icon="IMAGE_DATA")
+
+    @staticmethod
+    def draw_image_tools(layout: bpy.types.UILayout, found) -> None:
+        layout.operator("imageforge.remove_background", icon="IMAGE_RGB_ALPHA")
+        row = layout.row(align=True)
+        for scale in (2, 4):
+            text = f"Upscale {scale}×"
+            if found is not None and found.image.size[0]:
+                text += " → {} × {}".format(*target_size(found.image, scale))
+            row.operator("imageforge.upscale_image", text=text, icon="FULLSCREEN_ENTER").scale = str(scale)
+
+    @staticmethod
+    def draw_selection_tools(layout: bpy.types.UILayout) -> None:
+        for title, action, displace in (
+            ("Refine Selection", "REFINE", False),
+            ("Cutout", "CUTOUT", False),
+            ("Cutout with Depth", "CUTOUT", True),
+        ):
+            row = layout.row(align=True)
+            row.label(text=title)
+            for shape, icon in (("BOX", "SELECT_SET"), ("LASSO", "MOD_CURVE")):
+                operator = row.operator("imageforge.draw_selection", text="", icon=icon)
+                operator.action, operator.shape, operator.displace = action, shape, displace
+
+
+CLASSES = in_both_sidebars(ToolsPanel, "tools")

@@ -1,0 +1,70 @@
+"""Replace an image's content in place with a job's result, keeping what the user set on it.
+
+In place means the same datablock: every material, empty and editor that shows it shows the result, its
+name, colour space and alpha mode stay, and the new pixels are packed into the .blend so that clearing the
+server's job files never breaks the scene. The original file on disk is never touched.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import bpy
+import numpy as np
+
+from .pixels import read_data_file, read_pixels, write_pixels
+
+
+def replace_from_file(image: bpy.types.Image, result: Path) -> None:
+    """Point the image at the result file, load and pack it; colour space and alpha mode as before.
+
+    The colour space is kept only when the result is stored like the original (both byte or both float):
+    an 8-bit PNG result of a float EXR must be read as the PNG it is.
+    """
+    colorspace = image.colorspace_settings.name
+    alpha_mode = image.alpha_mode
+    was_float = image.is_float
+    image.source = "FILE"
+    image.filepath = str(result)
+    image.reload()
+    if image.size[0] == 0:
+        raise OSError(f"Blender cannot read the result file {Path(result).name}")
+    if image.is_float == was_float:
+        image.colorspace_settings.name = colorspace
+    image.alpha_mode = alpha_mode
+    image.pack()
+
+
+def multiply_alpha(image: bpy.types.Image, matte: np.ndarray, mask: np.ndarray | None = None) -> None:
+    """Multiply a float image by a matte (height, width) in Blender: HDR values never leave the .blend.
+
+    Float pixels are premultiplied, so colour and alpha are multiplied alike. With `mask`, only pixels where
+    it is true change.
+    """
+    pixels = read_pixels(image)
+    factor = _fit(matte, pixels)
+    if mask is not None:
+        factor = np.where(mask, factor, 1.0)
+    write_pixels(image, pixels * factor[..., None])
+    image.pack()
+
+
+def replace_within(image: bpy.types.Image, result: Path, mask: np.ndarray) -> None:
+    """Take the result's RGBA where `mask` is true and keep the image elsewhere (byte images)."""
+    pixels = read_pixels(image)
+    replacement = read_data_file(result)  # byte PNG: raw values, like the byte image's own pixels
+    if replacement.shape != pixels.shape:
+        raise ValueError(f"The result is {replacement.shape[1]}×{replacement.shape[0]}, not the image's size")
+    write_pixels(image, np.where(mask[..., None], replacement, pixels))
+    image.pack()
+
+
+def matte_from_file(path: Path) -> np.ndarray:
+    """A matte file (single-channel PNG or EXR) as (height, width) float32 in 0..1."""
+    return read_data_file(path)[..., 0]
+
+
+def _fit(matte: np.ndarray, pixels: np.ndarray) -> np.ndarray:
+    if matte.shape != pixels.shape[:2]:
+        raise ValueError(f"The matte is {matte.shape[1]}×{matte.shape[0]}, not the image's size")
+    return np.clip(matte, 0.0, 1.0).astype(np.float32)

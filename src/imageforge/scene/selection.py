@@ -1,0 +1,128 @@
+"""Selection geometry: from what the user drew to image pixels, and from a selection to a pixel mask.
+
+Pixel coordinates follow the jobs' contract: x to the right, y down, (0, 0) the top-left corner of the image,
+(width, height) its bottom-right corner. Blender's image space (UV, the Image Editor's view) has v up, so
+every conversion flips y exactly once, here. No bpy: the modal draw operator feeds these functions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+Point = tuple[float, float]
+
+
+def view_to_pixel(u: float, v: float, width: int, height: int) -> Point:
+    """Image Editor view / UV coordinates (0..1, v up) to pixel coordinates (y down)."""
+    return (u * width, (1.0 - v) * height)
+
+
+def pixel_to_view(x: float, y: float, width: int, height: int) -> Point:
+    return (x / width, 1.0 - y / height)
+
+
+def empty_uv(local: Sequence[float], size: float, offset: Sequence[float], width: int, height: int) -> Point | None:
+    """UV of a point in an image empty's local XY plane, None when it misses the image.
+
+    Blender draws an image empty as the unit square from `offset` to `offset + 1`, scaled by the display size
+    along the image's longer side and by size × aspect along the shorter one.
+    """
+    scale_x = size if width >= height else size * width / height
+    scale_y = size if height >= width else size * height / width
+    u = local[0] / scale_x - offset[0]
+    v = local[1] / scale_y - offset[1]
+    return (u, v) if 0.0 <= u <= 1.0 and 0.0 <= v <= 1.0 else None
+
+
+def barycentric_weights(triangle: Sequence[Sequence[float]], point: Sequence[float]) -> tuple[float, float, float]:
+    """Weights of a point (projected onto the triangle's plane) relative to its three corners."""
+    a, b, c = (np.asarray(corner, dtype=np.float64) for corner in triangle)
+    p = np.asarray(point, dtype=np.float64)
+    v0, v1, v2 = b - a, c - a, p - a
+    d00, d01, d11 = v0 @ v0, v0 @ v1, v1 @ v1
+    d20, d21 = v2 @ v0, v2 @ v1
+    denominator = d00 * d11 - d01 * d01
+    if abs(denominator) < 1e-20:
+        raise ValueError("Degenerate triangle")
+    w1 = (d11 * d20 - d01 * d21) / denominator
+    w2 = (d00 * d21 - d01 * d20) / denominator
+    return (float(1.0 - w1 - w2), float(w1), float(w2))
+
+
+def barycentric_uv(
+    triangle: Sequence[Sequence[float]], uvs: Sequence[Sequence[float]], point: Sequence[float]
+) -> Point:
+    """Interpolate a triangle's UVs at a point on it (a ray hit on an image plane)."""
+    weights = barycentric_weights(triangle, point)
+    uv = sum(weight * np.asarray(corner, dtype=np.float64) for weight, corner in zip(weights, uvs, strict=True))
+    return (float(uv[0]), float(uv[1]))
+
+
+def _clamp(point: Point, width: int, height: int) -> Point:
+    return (min(max(point[0], 0.0), float(width)), min(max(point[1], 0.0), float(height)))
+
+
+def box_selection(start: Point, end: Point, width: int, height: int) -> dict | None:
+    """A box from two drawn corners, clipped to the image; None when less than a pixel wide or tall."""
+    (x0, y0), (x1, y1) = _clamp(start, width, height), _clamp(end, width, height)
+    box = [min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)]
+    if box[2] - box[0] < 1.0 or box[3] - box[1] < 1.0:
+        return None
+    return {"box": [round(value, 2) for value in box]}
+
+
+def lasso_selection(points: Sequence[Point], width: int, height: int, spacing: float = 1.5) -> dict | None:
+    """A lasso polygon clipped to the image, thinned to points at least `spacing` px apart.
+
+    None when fewer than three distinct points remain or they enclose less than a pixel.
+    """
+    kept: list[Point] = []
+    for point in points:
+        point = _clamp(point, width, height)
+        if not kept or math.dist(point, kept[-1]) >= spacing:
+            kept.append(point)
+    if len(kept) < 3 or polygon_area(kept) < 1.0:
+        return None
+    return {"lasso": [[round(x, 2), round(y, 2)] for x, y in kept]}
+
+
+def polygon_area(points: Sequence[Point]) -> float:
+    total = 0.0
+    for (x0, y0), (x1, y1) in zip(points, [*points[1:], points[0]], strict=True):
+        total += x0 * y1 - x1 * y0
+    return abs(total) / 2.0
+
+
+def selection_bounds(selection: dict) -> tuple[float, float, float, float]:
+    if "box" in selection:
+        x0, y0, x1, y1 = selection["box"]
+        return (x0, y0, x1, y1)
+    xs = [x for x, _ in selection["lasso"]]
+    ys = [y for _, y in selection["lasso"]]
+    return (min(xs), min(ys), max(xs), max(ys))
+
+
+def selection_mask(selection: dict, width: int, height: int) -> np.ndarray:
+    """(height, width) booleans, top row first: pixels whose centre lies inside the selection (even-odd)."""
+    mask = np.zeros((height, width), dtype=bool)
+    centres = np.arange(width) + 0.5
+    if "box" in selection:
+        x0, y0, x1, y1 = selection["box"]
+        rows = (np.arange(height) + 0.5 >= y0) & (np.arange(height) + 0.5 < y1)
+        mask[rows] = (centres >= x0) & (centres < x1)
+        return mask
+    polygon = np.asarray(selection["lasso"], dtype=np.float64)
+    start, end = polygon, np.roll(polygon, -1, axis=0)
+    for row in range(max(int(polygon[:, 1].min()), 0), min(int(math.ceil(polygon[:, 1].max())), height)):
+        y = row + 0.5
+        crossing = (start[:, 1] <= y) != (end[:, 1] <= y)
+        if not crossing.any():
+            continue
+        a, b = start[crossing], end[crossing]
+        xs = np.sort(a[:, 0] + (y - a[:, 1]) * (b[:, 0] - a[:, 0]) / (b[:, 1] - a[:, 1]))
+        for left, right in zip(xs[0::2], xs[1::2], strict=False):
+            mask[row] |= (centres >= left) & (centres < right)
+    return mask

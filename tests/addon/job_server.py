@@ -1,0 +1,76 @@
+"""A stand-in for the job server's controller while the real server jobs are being written.
+
+It speaks the controller's protocol (submit, status, cancel, mark_job_complete) to the real BlendJob operator
+machinery, and runs a test-supplied producer that writes the documented result files into a real job folder.
+The end-to-end suite replaces it with the installed extension's real server.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import bpy
+
+Producer = Callable[[dict[str, Any], Path], dict[str, str]]
+
+
+class RecordingJobServer:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.producers: dict[str, Producer] = {}
+        self.submitted: list[tuple[str, dict[str, Any]]] = []
+        self.results: dict[str, dict[str, Any]] = {}
+        self.completed: list[str] = []
+        self.snapshot = {"state": "READY", "message": "Ready", "resources": {}}
+
+    def submit(self, job_type: str, parameters: dict[str, Any]) -> dict[str, str]:
+        job_id = uuid.uuid4().hex
+        directory = self.root / job_id
+        directory.mkdir(parents=True)
+        self.submitted.append((job_type, parameters))
+        self.results[job_id] = {"directory": directory, "job_type": job_type, "parameters": parameters}
+        return {"job_id": job_id, "directory": str(directory)}
+
+    def status(self, job_id: str) -> dict[str, Any]:
+        job = self.results[job_id]
+        if "result" not in job:
+            # Produced on the main thread: writers use bpy, which the operator's submit thread must not call.
+            job["result"] = self.producers[job["job_type"]](job["parameters"], job["directory"])
+            return {"state": "running", "progress": 0.5, "message": "Running model"}
+        return {"state": "succeeded", "progress": 1.0, "message": "Done", "result": job["result"]}
+
+    def cancel(self, job_id: str) -> None:
+        self.results[job_id]["cancelled"] = True
+
+    def mark_job_complete(self, job_id: str) -> None:
+        self.completed.append(job_id)
+
+    # What BlendJob's runtime calls on its controller during unregister and polling.
+    def detach(self) -> None: ...
+
+    def stop(self, *_args: Any, **_kwargs: Any) -> None: ...
+
+    def poll(self, **_kwargs: Any) -> float:
+        return 5.0
+
+
+def run_job_operator(call: Callable[..., set[str]], **properties: Any) -> tuple[set[str], Any]:
+    """Run a job operator as Blender would, driving its modal timer by hand (modal never fires headless)."""
+    from imageforge import runtime
+
+    started = call("EXEC_DEFAULT", **properties)
+    if started != {"RUNNING_MODAL"}:
+        return started, None
+    job = runtime.get_runtime().active_job
+    operator = job.operator
+    for _ in range(500):
+        if job.start_thread is not None:
+            job.start_thread.join(timeout=5.0)
+        outcome = operator.modal(bpy.context, SimpleNamespace(type="TIMER"))
+        if outcome != {"RUNNING_MODAL"}:
+            return outcome, operator
+    raise AssertionError("The job operator never finished")

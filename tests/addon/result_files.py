@@ -1,0 +1,75 @@
+"""Write job result files exactly in the formats contract/jobs.py documents, with Blender's own image API.
+
+Arrays are top row first (image order), as the jobs' pixel coordinates are; Blender stores rows bottom-up,
+so every writer flips once. A throwaway scene carries the render settings save_render() needs, with the Raw
+view transform so data values are written untouched.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import bpy
+import numpy as np
+
+
+def _image(name: str, pixels: np.ndarray, *, float_buffer: bool) -> bpy.types.Image:
+    height, width = pixels.shape[:2]
+    rgba = np.ones((height, width, 4), dtype=np.float32)
+    if pixels.ndim == 2:
+        rgba[..., :3] = pixels[..., None]
+    else:
+        rgba[..., : pixels.shape[2]] = pixels
+    image = bpy.data.images.new(name, width, height, alpha=True, float_buffer=float_buffer)
+    image.colorspace_settings.is_data = True
+    image.alpha_mode = "CHANNEL_PACKED"
+    image.pixels.foreach_set(np.flipud(rgba).ravel())
+    return image
+
+
+def _save_render(image: bpy.types.Image, path: Path, **settings: str) -> Path:
+    scene = bpy.data.scenes.new(".result-writer")
+    try:
+        scene.view_settings.view_transform = "Raw"
+        for name, value in settings.items():
+            setattr(scene.render.image_settings, name, value)
+        image.save_render(str(path), scene=scene)
+    finally:
+        bpy.data.scenes.remove(scene)
+        bpy.data.images.remove(image)
+    return path
+
+
+def write_png_rgba(path: Path, pixels: np.ndarray) -> Path:
+    """8-bit RGBA PNG from (h, w, 4) values in 0..1 (stored as value × 255, straight alpha)."""
+    image = _image(path.stem, pixels, float_buffer=False)
+    try:
+        image.filepath_raw = str(path)
+        image.file_format = "PNG"
+        image.save()
+    finally:
+        bpy.data.images.remove(image)
+    return path
+
+
+def write_png_rgb(path: Path, pixels: np.ndarray) -> Path:
+    return _save_render(_image(path.stem, pixels, float_buffer=True), path, file_format="PNG", color_mode="RGB")
+
+
+def write_png_gray16(path: Path, values: np.ndarray) -> Path:
+    """Single-channel 16-bit PNG (a matte) from (h, w) values in 0..1."""
+    image = _image(path.stem, values, float_buffer=True)
+    return _save_render(image, path, file_format="PNG", color_mode="BW", color_depth="16")
+
+
+def write_exr(path: Path, pixels: np.ndarray) -> Path:
+    """Float32 ZIP EXR: (h, w, 4) as RGBA, or (h, w) as a grey matte."""
+    image = _image(path.stem, pixels, float_buffer=True)
+    mode = "BW" if pixels.ndim == 2 else "RGBA"
+    return _save_render(image, path, file_format="OPEN_EXR", color_mode=mode, color_depth="32", exr_codec="ZIP")
+
+
+def write_json(path: Path, value: object) -> Path:
+    path.write_text(json.dumps(value), encoding="utf-8")
+    return path

@@ -1,0 +1,209 @@
+"""What the sidebar panels draw for every server state and every tool input, recorded from their real draw()."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import bpy
+import pytest
+from recording import draw
+
+BUSY = {
+    "state": "BUSY",
+    "message": "Busy",
+    "active_job": {"job_type": "upscale-image", "progress": 0.4, "message": "Upscaling tile 3/8"},
+    "resources": {"models": {"loaded": [{"family": "upscale", "model": "REALESRGAN_X4PLUS", "device": "cuda"}]}},
+}
+READY = {
+    "state": "READY",
+    "message": "Ready",
+    "resources": {
+        "models": {"loaded": [{"family": "background", "model": "BEN2_BASE", "device": "cpu"}]},
+        "downloads": {"mirror": True},
+    },
+}
+
+
+@pytest.fixture
+def server(addon, monkeypatch):
+    from imageforge import runtime
+
+    active = runtime.get_runtime()
+    monkeypatch.setattr(active, "environment_ready", lambda root=None: True)
+    saved = active.server.snapshot
+    yield active
+    active.server.snapshot = saved
+
+
+def server_panel(server, snapshot):
+    from imageforge.panels.server import ServerPanel
+
+    server.server.snapshot = snapshot
+    return draw(ServerPanel, bpy.context)
+
+
+@pytest.mark.parametrize(
+    ("snapshot", "installed", "headline", "operators"),
+    [
+        ({"state": "UNAVAILABLE"}, False, "Server not installed", ["imageforge.setup_server"]),
+        ({"state": "STOPPED"}, False, "Server not installed", ["imageforge.setup_server"]),  # before the first poll
+        ({"state": "STOPPED"}, True, "Stopped", ["imageforge.start_server"]),
+        ({"state": "STARTING", "message": "Waiting for the previous server"}, True, "Starting…", []),
+        (
+            {"state": "ERROR", "message": "The server exited (code -9)"},
+            True,
+            "Server error",
+            ["imageforge.start_server", "imageforge.open_server_log"],
+        ),
+    ],
+)
+def test_server_panel_states_without_a_running_server(server, monkeypatch, snapshot, installed, headline, operators):
+    monkeypatch.setattr(server, "environment_ready", lambda root=None: installed)
+    layout = server_panel(server, snapshot)
+    assert layout.texts()[0] == headline
+    assert layout.operator_ids() == operators
+    assert "progress" not in [item.kind for item in layout.items]
+    if snapshot["state"] == "ERROR":
+        assert layout.texts()[1] == "The server exited (code -9)"
+        assert all(item.alert for item in layout.items if item.kind == "label")
+    if snapshot["state"] == "STARTING":
+        assert layout.texts()[1] == "Waiting for the previous server"
+
+
+def test_server_panel_running_idle_with_models_and_mirror_note(server):
+    layout = server_panel(server, READY)
+    assert layout.texts()[0] == "Running"
+    assert layout.operator_ids() == [
+        "imageforge.restart_server",
+        "imageforge.stop_server",
+        "imageforge.clear_job_files",
+        "imageforge.unload_models",
+    ]
+    assert "Background: BEN2_BASE (cpu)" in layout.texts()
+    assert layout.find("imageforge.unload_models").enabled
+    assert layout.texts()[-1] == "Model downloads use the mirror"
+
+
+def test_server_panel_busy_shows_the_jobs_progress_and_disables_unload(server):
+    layout = server_panel(server, BUSY)
+    assert layout.texts()[0] == "Running (Busy)"
+    assert layout.operator_ids()[:2] == ["imageforge.restart_server", "imageforge.stop_server"]
+    progress = next(item for item in layout.items if item.kind == "progress")
+    assert (progress.options["factor"], progress.text) == (0.4, "Upscaling tile 3/8")
+    assert layout.find("imageforge.cancel_job")
+    assert "Upscale: REALESRGAN_X4PLUS (cuda)" in layout.texts()
+    assert not layout.find("imageforge.unload_models").enabled
+    assert "Model downloads use the mirror" not in layout.texts()
+
+
+def test_unload_is_disabled_while_this_blender_runs_a_task(server):
+    server.active_job = SimpleNamespace(controller=None)
+    server.progress, server.message = 0.25, "Preparing Server"
+    try:
+        layout = server_panel(server, READY)
+    finally:
+        server.active_job = None
+    assert not layout.find("imageforge.unload_models").enabled
+    progress = next(item for item in layout.items if item.kind == "progress")
+    assert (progress.options["factor"], progress.text) == (0.25, "Preparing Server")
+
+
+def test_models_panel_lists_the_catalog_with_sizes_defaults_and_download(server, tmp_path):
+    from imageforge import preferences
+    from imageforge.panels.models import ModelsPanel
+
+    prefs = preferences.get_preferences()
+    prefs.storage_root = str(tmp_path)
+    model = tmp_path / "models" / "tinier-upscale-models" / "realesrgan-x4plus.onnx"
+    model.parent.mkdir(parents=True)
+    with model.open("wb") as stream:
+        stream.truncate(67051618)  # the declared size: ready as far as a redraw can tell
+    try:
+        server.server.snapshot = {"state": "STOPPED"}
+        layout = draw(ModelsPanel, bpy.context)
+    finally:
+        prefs.storage_root = ""
+    labels = layout.texts()
+    assert "BEN2 Base (default)" in labels
+    assert "219 MB · Apache-2.0" in labels
+    downloads = [item.properties.model for item in layout.operators()]
+    assert "BEN2_BASE" in downloads and "MOGE2_VITL_NORMAL" in downloads
+    assert "REALESRGAN_X4PLUS" not in downloads  # ready on disk
+    assert "Ready" in labels
+    server.server.snapshot = {"state": "READY", "resources": {"models": {"ready": ["BEN2_BASE"]}}}
+    layout = draw(ModelsPanel, bpy.context)
+    downloads = [item.properties.model for item in layout.operators()]
+    assert "BEN2_BASE" not in downloads and "REALESRGAN_X4PLUS" in downloads  # the server's word wins
+
+
+def image_object(name: str, width: int, height: int) -> bpy.types.Object:
+    image = bpy.data.images.new(name, width, height)
+    material = bpy.data.materials.new(name)
+    material.use_nodes = True
+    node = material.node_tree.nodes.new("ShaderNodeTexImage")
+    node.image = image
+    bsdf = material.node_tree.nodes["Principled BSDF"]
+    material.node_tree.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata([(0, 0, 0), (1, 0, 0), (1, 1, 0)], [], [(0, 1, 2)])
+    mesh.materials.append(material)
+    obj = bpy.data.objects.new(name, mesh)
+    bpy.context.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    return obj
+
+
+def test_tools_panel_greys_tools_out_without_an_image(server):
+    from imageforge.operators import availability
+    from imageforge.panels.tools import ToolsPanel
+
+    server.server.snapshot = {"state": "READY"}
+    bpy.context.view_layer.objects.active = None
+    layout = draw(ToolsPanel, bpy.context)
+    assert layout.items[0].kind == "label" and layout.items[0].icon == "ERROR"
+    tools = layout.operators()
+    assert len(tools) == 10 and not any(item.enabled for item in tools)
+    assert availability.tool_reason(bpy.context) == availability.NO_IMAGE
+    assert not bpy.ops.imageforge.remove_background.poll()
+
+
+def test_tools_panel_with_an_image_texture_shows_upscale_sizes(server):
+    from imageforge import preferences
+    from imageforge.panels.tools import ToolsPanel
+
+    server.server.snapshot = {"state": "READY"}
+    image_object("Panel Photo", 3000, 1000)
+    preferences.get_preferences().max_input_size = 2048
+    layout = draw(ToolsPanel, bpy.context)
+    assert layout.items[0].text == "Panel Photo · 3000 × 1000"
+    assert all(item.enabled for item in layout.operators())
+    assert layout.find("imageforge.upscale_image", scale="2").text == "Upscale 2× → 4096 × 1366"
+    assert layout.find("imageforge.upscale_image", scale="4").text == "Upscale 4× → 8192 × 2732"
+    assert layout.find("imageforge.draw_selection", action="CUTOUT", shape="LASSO", displace=True)
+    assert bpy.ops.imageforge.remove_background.poll()
+
+
+def test_tools_are_unavailable_until_the_server_is_set_up(server):
+    from imageforge.operators import availability
+    from imageforge.panels.tools import ToolsPanel
+
+    image_object("Unset Photo", 8, 8)
+    server.server.snapshot = {"state": "UNAVAILABLE"}
+    layout = draw(ToolsPanel, bpy.context)
+    assert not any(item.enabled for item in layout.operators())
+    assert layout.texts()[-1] == availability.server_reason()
+    assert "Set up the server" in layout.texts()[-1]
+    assert not bpy.ops.imageforge.depth_plane.poll()
+
+
+def test_image_editor_and_empty_images_are_found(server):
+    from imageforge.scene.active_image import ImageOrigin, find_active_image
+
+    image = bpy.data.images.new("Editor Photo", 4, 4)
+    found = find_active_image(SimpleNamespace(space_data=SimpleNamespace(type="IMAGE_EDITOR", image=image)))
+    assert (found.image, found.origin) == (image, ImageOrigin.EDITOR)
+    empty = bpy.data.objects.new("Image Empty", None)
+    empty.empty_display_type = "IMAGE"
+    empty.data = image
+    found = find_active_image(SimpleNamespace(space_data=None, active_object=empty))
+    assert (found.image, found.origin) == (image, ImageOrigin.EMPTY)
