@@ -164,7 +164,8 @@ def fetch_with_hub_library(
         raise SourceUnreachable(f"Cannot reach {host} for {name} ({error.__cause__ or error}).") from error
     except HfHubHTTPError as error:
         status = error.response.status_code if error.response is not None else 0
-        raise SourceRefused(f"{name} is not available from {host} (HTTP {status}).", status=status) from error
+        hint = "; the repository may need a Hugging Face token (HF_TOKEN)" if status in (401, 403) else ""
+        raise SourceRefused(f"{name} is not available from {host} (HTTP {status}){hint}.", status=status) from error
     except OSError as error:
         if is_disk_full(error):
             _drop_incomplete(staging_root)
