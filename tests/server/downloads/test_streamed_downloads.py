@@ -124,6 +124,17 @@ def test_a_complete_part_is_verified_without_the_network(hub, served, root, run)
     assert model_file(root).read_bytes() == DATA
 
 
+def test_a_complete_but_wrong_part_is_fetched_again(hub, served, root, run):
+    partial = part_path(model_file(root))
+    partial.parent.mkdir(parents=True)
+    partial.write_bytes(b"\0" * SIZE)
+
+    run(root, [entry("BEN2", {"onnx/model.onnx": DATA})], sources(hub.url))
+
+    assert [(r.range, r.bytes_sent) for r in hub.served(served)] == [(None, SIZE)]
+    assert model_file(root).read_bytes() == DATA
+
+
 def test_a_damaged_file_is_fetched_again(hub, served, root, run):
     model = entry("BEN2", {"onnx/model.onnx": DATA})
     run(root, [model], sources(hub.url))

@@ -88,8 +88,11 @@ def fetch_file(
     host = url.split("://", 1)[-1].split("/", 1)[0]
     digest, offset = _catch_up(partial, expected.size)
     if expected.size is not None and offset == expected.size:
-        # A complete `.part` whose rename never happened: verify it without the network.
-        return _finish(partial, destination, digest, offset, expected, resumed_from=offset, requested=0)
+        # A complete `.part` whose rename never happened: keep it if it verifies, else fetch it again.
+        if expected.sha256 is None or digest.hexdigest() == expected.sha256.lower():
+            return _finish(partial, destination, digest, offset, expected, resumed_from=offset, requested=0)
+        partial.unlink()
+        digest, offset = hashlib.sha256(), 0
     if cancelled():
         raise DownloadCancelled()
     response = _request(session, url, name, host, offset, timeouts)
