@@ -24,6 +24,7 @@ from typing import Any
 from blendjob import JobRuntime
 from blendjob.controller import RegisteredServerProcess, ServerConnection, ServerController
 from blendjob.runtime import windows_creation_flags
+from blendjob.server import TERMINAL_STATES
 from blendjob.storage import read_json
 
 from ..contract.server_credentials import CredentialsError, ServerCredentials, read_credentials, write_credentials
@@ -32,7 +33,6 @@ from .authenticated import AuthenticatedJobClient
 
 REQUEST_SECONDS = 0.5  # each of the cancel and shutdown requests a stop makes on the caller's thread
 MAIN_THREAD_WAIT = 0.3  # how long a stop on the main thread waits for the exit before leaving it to a reaper
-TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
 
 CommandFactory = Callable[[int, str], list[str]]
 
