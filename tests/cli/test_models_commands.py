@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -12,30 +11,19 @@ from pathlib import Path
 import pytest
 
 from imageforge.cli.main import main
+from tests.kit.catalog import catalog_entry, write_catalog
 
 BEN2 = os.urandom(200_000)
 UPSCALE = os.urandom(100_000)
 
 
-def catalog_entry(key: str, directory: str, data: bytes, default: bool) -> dict:
-    return {
-        "key": key,
-        "family": "background" if key == "KIT_BEN2" else "upscale",
-        "adapter": "ben2" if key == "KIT_BEN2" else "upscale",
-        "label": key,
-        "license": "MIT",
-        "repository": f"kit/{directory}",
-        "directory": directory,
-        "default": default,
-        "files": [{"path": "model.onnx", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}],
-    }
-
-
 @pytest.fixture
 def catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "catalog.json"
-    entries = [catalog_entry("KIT_BEN2", "ben2", BEN2, True), catalog_entry("KIT_UPSCALE", "up", UPSCALE, False)]
-    path.write_text(json.dumps({"models": entries}), encoding="utf-8")
+    entries = [
+        catalog_entry("KIT_BEN2", {"model.onnx": BEN2}, directory="ben2", default=True),
+        catalog_entry("KIT_UPSCALE", {"model.onnx": UPSCALE}, directory="up"),
+    ]
+    path = write_catalog(tmp_path / "catalog.json", entries)
     monkeypatch.setenv("IMAGEFORGE_MODEL_CATALOG", str(path))
     return path
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
 from pathlib import Path
@@ -13,6 +11,7 @@ import pytest
 from imageforge.client import retirement
 from imageforge.client.model_setup import ModelSetupResult, download_required_models
 from imageforge.client.runtime import make_runtime
+from tests.kit.catalog import catalog_entry, write_catalog
 
 pytestmark = pytest.mark.slow
 
@@ -20,25 +19,13 @@ DEFAULT = os.urandom(150_000)
 OPTIONAL = os.urandom(10_000)
 
 
-def catalog_entry(key: str, data: bytes, *, default: bool) -> dict:
-    return {
-        "key": key,
-        "family": "background",
-        "adapter": "ben2",
-        "label": key.title(),
-        "license": "MIT",
-        "repository": f"kit/{key.lower()}",
-        "directory": key.lower(),
-        "default": default,
-        "files": [{"path": "model.onnx", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}],
-    }
-
-
 @pytest.fixture
 def catalog(hub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "catalog.json"
-    entries = [catalog_entry("DEFAULT", DEFAULT, default=True), catalog_entry("OPTIONAL", OPTIONAL, default=False)]
-    path.write_text(json.dumps({"models": entries}), encoding="utf-8")
+    entries = [
+        catalog_entry("DEFAULT", {"model.onnx": DEFAULT}, default=True),
+        catalog_entry("OPTIONAL", {"model.onnx": OPTIONAL}),
+    ]
+    path = write_catalog(tmp_path / "catalog.json", entries)
     monkeypatch.setenv("IMAGEFORGE_MODEL_CATALOG", str(path))
     monkeypatch.setenv("HF_ENDPOINT", hub.url)
     return path

@@ -61,3 +61,43 @@ def publish_kit_catalog(hub: LoopbackHub, folder: Path, keys: tuple[str, ...] = 
     path = folder / "catalog.json"
     path.write_text(json.dumps({"models": models}, indent=2), encoding="utf-8")
     return KitCatalog(path, files)
+
+
+def catalog_entry(
+    key: str,
+    files: dict[str, bytes],
+    *,
+    directory: str | None = None,
+    default: bool = False,
+    declare: str = "both",
+) -> dict:
+    """One raw catalog entry (a background model in repository `kit/<directory>`) for `files`, path -> content.
+
+    `declare` says what the catalog states about each file: "both" (size and SHA-256: streamed), "sha256"
+    (hash only) or "none" (neither: fetched with huggingface_hub).
+    """
+    directory = directory or key.lower()
+    declared = []
+    for path, content in files.items():
+        item: dict = {"path": path}
+        if declare in ("both", "sha256"):
+            item["sha256"] = hashlib.sha256(content).hexdigest()
+        if declare == "both":
+            item["size"] = len(content)
+        declared.append(item)
+    return {
+        "key": key,
+        "family": "background",
+        "adapter": "ben2",
+        "label": key.replace("_", " ").title(),
+        "license": "MIT",
+        "repository": f"kit/{directory}",
+        "directory": directory,
+        "default": default,
+        "files": declared,
+    }
+
+
+def write_catalog(path: Path, entries: list[dict]) -> Path:
+    path.write_text(json.dumps({"models": entries}, indent=2), encoding="utf-8")
+    return path

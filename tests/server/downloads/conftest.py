@@ -11,6 +11,7 @@ import pytest
 from imageforge.contract.catalog import ModelEntry, parse_catalog
 from imageforge.server.downloads.install import ensure_models
 from imageforge.server.downloads.sources import DownloadSettings, DownloadSources, Timeouts
+from tests.kit.catalog import catalog_entry
 
 FAST = Timeouts(connect=0.5, read=1.0)
 
@@ -21,34 +22,9 @@ def content(size: int, seed: int = 0) -> bytes:
     return (block * (size // len(block) + 1))[:size]
 
 
-def entry(
-    key: str,
-    files: dict[str, bytes | None],
-    *,
-    declare: str = "both",
-    directory: str | None = None,
-    default: bool = False,
-) -> ModelEntry:
-    """A catalog entry for `files` (path -> content); `declare` is "both", "sha256" or "none"."""
-    declared = []
-    for path, data in files.items():
-        item: dict = {"path": path}
-        if data is not None and declare in ("both", "sha256"):
-            item["sha256"] = hashlib.sha256(data).hexdigest()
-        if data is not None and declare == "both":
-            item["size"] = len(data)
-        declared.append(item)
-    raw = {
-        "key": key,
-        "family": "background",
-        "adapter": "ben2",
-        "label": key.replace("_", " ").title(),
-        "license": "MIT",
-        "repository": f"kit/{key.lower()}",
-        "directory": directory or key.lower(),
-        "default": default,
-        "files": declared,
-    }
+def entry(key: str, files: dict[str, bytes], *, declare: str = "both", directory: str | None = None) -> ModelEntry:
+    """The parsed catalog entry for `files` (path -> content), served by the hub as `kit/<directory>`."""
+    raw = catalog_entry(key, files, declare=declare, directory=directory)
     return parse_catalog({"models": [raw]}, Path("test")).models[0]
 
 

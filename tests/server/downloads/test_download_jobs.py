@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from imageforge.server.app import create_server
+from tests.kit.catalog import catalog_entry, write_catalog
 from tests.kit.hub import Blackhole
 
 from .conftest import content
@@ -19,28 +19,14 @@ UPSCALE = content(96 * 1024, 32)
 LARGE = content(256 * 1024, 33)
 
 
-def catalog_entry(key: str, directory: str, data: bytes, *, default: bool) -> dict:
-    return {
-        "key": key,
-        "family": "background",
-        "adapter": "ben2",
-        "label": key.title(),
-        "license": "MIT",
-        "repository": f"kit/{directory}",
-        "directory": directory,
-        "default": default,
-        "files": [{"path": "model.onnx", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}],
-    }
-
-
 @pytest.fixture
 def catalog(tmp_path: Path, hub, monkeypatch: pytest.MonkeyPatch) -> Path:
-    models = [("BASE", "base", BASE, True), ("UPSCALE", "upscale", UPSCALE, True), ("LARGE", "large", LARGE, False)]
-    for _key, directory, data, _default in models:
-        hub.add_hub_file(f"kit/{directory}", "model.onnx", data)
-        hub.add_mirror_file(directory, "model.onnx", data)
-    path = tmp_path / "catalog.json"
-    path.write_text(json.dumps({"models": [catalog_entry(*model[:3], default=model[3]) for model in models]}))
+    models = {"BASE": (BASE, True), "UPSCALE": (UPSCALE, True), "LARGE": (LARGE, False)}
+    for key, (data, _default) in models.items():
+        hub.add_hub_file(f"kit/{key.lower()}", "model.onnx", data)
+        hub.add_mirror_file(key.lower(), "model.onnx", data)
+    entries = [catalog_entry(key, {"model.onnx": data}, default=default) for key, (data, default) in models.items()]
+    path = write_catalog(tmp_path / "catalog.json", entries)
     monkeypatch.setenv("IMAGEFORGE_MODEL_CATALOG", str(path))
     monkeypatch.setenv("HF_ENDPOINT", hub.url)
     return path
