@@ -36,6 +36,26 @@ def addon():
         addon_utils.disable("imageforge", default_set=True, handle_error=_raise)
 
 
+@pytest.fixture
+def job_server(addon, tmp_path):
+    """An empty scene and the add-on, its runtime talking to a RecordingJobServer (job_server.py)."""
+    from job_server import RecordingJobServer
+    from scenes import empty_scene
+
+    from imageforge import runtime
+
+    empty_scene()
+    active = runtime.get_runtime()
+    real = active.server
+    active.server = RecordingJobServer(tmp_path / "jobs")
+    try:
+        yield active.server
+    finally:
+        if active.active_job is not None:
+            active.close_active()
+        active.server = real
+
+
 def _raise(error: BaseException) -> None:
     raise error
 

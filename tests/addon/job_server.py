@@ -41,6 +41,8 @@ class RecordingJobServer:
             # Produced on the main thread: writers use bpy, which the operator's submit thread must not call.
             job["result"] = self.producers[job["job_type"]](job["parameters"], job["directory"])
             return {"state": "running", "progress": 0.5, "message": "Running model"}
+        if job["result"] is None:  # the producer's way to say the job failed
+            return {"state": "failed", "progress": 0.5, "message": "Failed", "error": "The model ran out of memory."}
         return {"state": "succeeded", "progress": 1.0, "message": "Done", "result": job["result"]}
 
     def cancel(self, job_id: str) -> None:
@@ -58,13 +60,13 @@ class RecordingJobServer:
         return 5.0
 
 
-def run_job_operator(call: Callable[..., set[str]], **properties: Any) -> tuple[set[str], Any]:
+def run_job_operator(call: Callable[..., set[str]], **properties: Any) -> set[str]:
     """Run a job operator as Blender would, driving its modal timer by hand (modal never fires headless)."""
     from imageforge import runtime
 
     started = call("EXEC_DEFAULT", **properties)
     if started != {"RUNNING_MODAL"}:
-        return started, None
+        return started
     job = runtime.get_runtime().active_job
     operator = job.operator
     for _ in range(500):
@@ -72,5 +74,5 @@ def run_job_operator(call: Callable[..., set[str]], **properties: Any) -> tuple[
             job.start_thread.join(timeout=5.0)
         outcome = operator.modal(bpy.context, SimpleNamespace(type="TIMER"))
         if outcome != {"RUNNING_MODAL"}:
-            return outcome, operator
+            return outcome
     raise AssertionError("The job operator never finished")

@@ -99,7 +99,7 @@ class IMAGEFORGE_OT_remove_background(ImageTool, ImageForgeJobOperator, bpy.type
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
         image = self.landed_image()
         if self._float:
-            multiply_alpha(image, matte_from_file(result.file("alpha")))
+            multiply_alpha(image, matte_from_file(result.file("alpha")), result.directory)
         else:
             replace_from_file(image, result.file("foreground"))
         return f"Removed the background of '{image.name}'"
@@ -197,7 +197,7 @@ class IMAGEFORGE_OT_refine_selection(ImageTool, ImageForgeJobOperator, bpy.types
         image = self.landed_image()
         mask = selection_mask(self._selection, *image.size)
         if self._float:
-            multiply_alpha(image, matte_from_file(result.file("alpha")), mask)
+            multiply_alpha(image, matte_from_file(result.file("alpha")), result.directory, mask)
         else:
             replace_within(image, result.file("cutout"), mask)
         return f"Refined {int(mask.sum())} pixels of '{image.name}'"

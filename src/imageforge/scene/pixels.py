@@ -69,8 +69,10 @@ def export_pixels(image: bpy.types.Image, path: Path) -> Path:
     path = Path(path).with_suffix(".exr" if is_float else ".png")
     copy = bpy.data.images.new(f".imageforge-export-{image.name}", width, height, alpha=True, float_buffer=is_float)
     try:
-        copy.colorspace_settings.name = image.colorspace_settings.name
-        copy.alpha_mode = image.alpha_mode
+        # The copy holds the very values Blender stores (raw bytes, or scene-linear premultiplied floats):
+        # as data with channel-packed alpha they are written without colour or alpha conversion.
+        copy.colorspace_settings.is_data = True
+        copy.alpha_mode = "CHANNEL_PACKED"
         flat = np.empty(width * height * 4, dtype=np.float32)
         image.pixels.foreach_get(flat)
         copy.pixels.foreach_set(flat)

@@ -12,7 +12,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from .pixels import read_data_file, read_pixels, write_pixels
+from .pixels import export_pixels, read_data_file, read_pixels, write_pixels
 
 
 def replace_from_file(image: bpy.types.Image, result: Path) -> None:
@@ -35,8 +35,8 @@ def replace_from_file(image: bpy.types.Image, result: Path) -> None:
     image.pack()
 
 
-def multiply_alpha(image: bpy.types.Image, matte: np.ndarray, mask: np.ndarray | None = None) -> None:
-    """Multiply a float image by a matte (height, width) in Blender: HDR values never leave the .blend.
+def multiply_alpha(image: bpy.types.Image, matte: np.ndarray, directory: Path, mask: np.ndarray | None = None) -> None:
+    """Multiply a float image by a matte (height, width) in Blender: HDR values never pass through the server.
 
     Float pixels are premultiplied, so colour and alpha are multiplied alike. With `mask`, only pixels where
     it is true change.
@@ -45,8 +45,7 @@ def multiply_alpha(image: bpy.types.Image, matte: np.ndarray, mask: np.ndarray |
     factor = _fit(matte, pixels)
     if mask is not None:
         factor = np.where(mask, factor, 1.0)
-    write_pixels(image, pixels * factor[..., None])
-    image.pack()
+    _replace_with_pixels(image, pixels * factor[..., None], directory)
 
 
 def replace_within(image: bpy.types.Image, result: Path, mask: np.ndarray) -> None:
@@ -55,8 +54,22 @@ def replace_within(image: bpy.types.Image, result: Path, mask: np.ndarray) -> No
     replacement = read_data_file(result)  # byte PNG: raw values, like the byte image's own pixels
     if replacement.shape != pixels.shape:
         raise ValueError(f"The result is {replacement.shape[1]}×{replacement.shape[0]}, not the image's size")
-    write_pixels(image, np.where(mask[..., None], replacement, pixels))
-    image.pack()
+    _replace_with_pixels(image, np.where(mask[..., None], replacement, pixels), Path(result).parent)
+
+
+def _replace_with_pixels(image: bpy.types.Image, pixels: np.ndarray, directory: Path) -> None:
+    """Write the new pixels to a file next to the job's results, then replace from that file.
+
+    Packing a changed buffer directly (Image.pack on a dirty image) re-encodes it and was seen to drop the
+    alpha channel of byte images; packing a written file keeps every value.
+    """
+    write_pixels(image, pixels)
+    landed = export_pixels(image, Path(directory) / f"landed-{_safe(image.name)}")
+    replace_from_file(image, landed)
+
+
+def _safe(name: str) -> str:
+    return "".join(character if character.isalnum() else "_" for character in name)[:64]
 
 
 def matte_from_file(path: Path) -> np.ndarray:

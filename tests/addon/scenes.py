@@ -1,0 +1,59 @@
+"""Real scene content for operator tests: photos on disk, objects showing them, and the undo history."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import bpy
+import numpy as np
+from result_files import write_exr, write_png_rgba
+
+
+def empty_scene() -> None:
+    """Remove every object, mesh, material, image and camera, so names in a test are its own."""
+    for collection in (bpy.data.objects, bpy.data.meshes, bpy.data.materials, bpy.data.images, bpy.data.cameras):
+        bpy.data.batch_remove(list(collection))
+    bpy.context.scene.camera = None
+    bpy.context.scene.cursor.location = (0.0, 0.0, 0.0)
+
+
+def photo_pixels(width: int, height: int, seed: int = 0) -> np.ndarray:
+    """An opaque (h, w, 4) photo with distinct 8-bit values, top row first."""
+    rng = np.random.default_rng(seed)
+    pixels = np.ones((height, width, 4), dtype=np.float32)
+    pixels[..., :3] = rng.integers(0, 256, size=(height, width, 3)) / 255.0
+    return pixels
+
+
+def load_photo(path: Path, pixels: np.ndarray) -> bpy.types.Image:
+    if path.suffix == ".exr":
+        write_exr(path, pixels)
+    else:
+        write_png_rgba(path, pixels)
+    return bpy.data.images.load(str(path), check_existing=False)
+
+
+def image_object(image: bpy.types.Image, name: str = "Photo Plane") -> bpy.types.Object:
+    """A plane whose material shows `image` as Base Color, made the active object."""
+    material = bpy.data.materials.new(name)
+    material.use_nodes = True
+    node = material.node_tree.nodes.new("ShaderNodeTexImage")
+    node.image = image
+    bsdf = material.node_tree.nodes["Principled BSDF"]
+    material.node_tree.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata([(0, 0, 0), (1, 0, 0), (1, 0, 1), (0, 0, 1)], [], [(0, 1, 2, 3)])
+    mesh.uv_layers.new(name="UVMap").data.foreach_set("uv", [0, 0, 1, 0, 1, 1, 0, 1])
+    mesh.materials.append(material)
+    obj = bpy.data.objects.new(name, mesh)
+    bpy.context.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    return obj
+
+
+def undo_steps(capfd) -> list[str]:
+    """Names in Blender's undo history, oldest first (print_undo_steps writes to the C stdout)."""
+    capfd.readouterr()
+    bpy.context.window_manager.print_undo_steps()
+    return re.findall(r"name='([^']*)'", capfd.readouterr().out)

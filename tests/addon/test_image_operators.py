@@ -1,0 +1,181 @@
+"""Remove Background, Upscale Image and Refine Selection on a real scene, landing real result files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import bpy
+import numpy as np
+import pytest
+from job_server import run_job_operator
+from result_files import write_exr, write_png_gray16, write_png_rgba
+from scenes import image_object, load_photo, photo_pixels, undo_steps
+
+BYTE = 1 / 255
+
+
+def pixels_of(name: str) -> np.ndarray:
+    from imageforge.scene.pixels import read_pixels
+
+    return read_pixels(bpy.data.images[name])
+
+
+@pytest.fixture
+def photo(job_server, tmp_path):
+    """An 8×6 PNG photo on disk, shown by the active object's material; the undo history starts here."""
+    pixels = photo_pixels(8, 6)
+    image = load_photo(tmp_path / "photo.png", pixels)
+    image.name = "Photo"
+    image_object(image)
+    bpy.ops.ed.undo_push(message="Scene ready")
+    return pixels
+
+
+def test_remove_background_replaces_the_image_in_place(job_server, photo, tmp_path, capfd):
+    matte = np.zeros((6, 8), dtype=np.float32)
+    matte[:, :5] = 1.0  # foreground: the five left columns
+
+    def produce(parameters, directory):
+        foreground = photo.copy()
+        foreground[..., 3] = matte
+        write_png_rgba(directory / "foreground.png", foreground)
+        return {"foreground": "foreground.png"}
+
+    job_server.producers["remove-background"] = produce
+    assert run_job_operator(bpy.ops.imageforge.remove_background) == {"FINISHED"}
+    [(job_type, parameters)] = job_server.submitted
+    assert job_type == "remove-background"
+    assert parameters == {
+        "input": str(tmp_path / "photo.png"),  # a saved, unchanged file is sent as it is
+        "output_kind": "foreground",
+        "model": "BEN2_BASE",
+        "device": "auto",
+        "max_input_size": 2048,
+    }
+    image = bpy.data.images["Photo"]
+    assert bpy.data.materials["Photo Plane"].node_tree.nodes["Image Texture"].image == image  # same datablock
+    result = pixels_of("Photo")
+    assert np.allclose(result[..., 3], matte, atol=BYTE)
+    assert np.allclose(result[..., :3], photo[..., :3], atol=BYTE)
+    assert image.packed_file is not None
+    assert (image.colorspace_settings.name, image.alpha_mode) == ("sRGB", "STRAIGHT")
+    shutil.rmtree(tmp_path / "jobs")  # job files cleared: the packed result stays
+    image.reload()
+    assert np.allclose(pixels_of("Photo")[..., 3], matte, atol=BYTE)
+    steps = undo_steps(capfd)
+    assert steps[-1] == "Remove Background" and steps.count("Remove Background") == 1
+    bpy.ops.ed.undo()
+    assert np.allclose(pixels_of("Photo")[..., 3], 1.0)
+    assert bpy.data.images["Photo"].packed_file is None
+
+
+def test_remove_background_multiplies_float_images_in_blender(job_server, tmp_path):
+    hdr = photo_pixels(6, 4) * 8.0  # values above 1 must survive
+    hdr[..., 3] = 1.0
+    image = load_photo(tmp_path / "render.exr", hdr)
+    image.name = "Render"
+    image_object(image, "Render Plane")
+    colorspace = image.colorspace_settings.name
+    matte = np.linspace(0.0, 1.0, 24, dtype=np.float32).reshape(4, 6)
+
+    def produce(parameters, directory):
+        write_exr(directory / "alpha.exr", matte)
+        return {"alpha": "alpha.exr"}
+
+    job_server.producers["remove-background"] = produce
+    assert run_job_operator(bpy.ops.imageforge.remove_background) == {"FINISHED"}
+    assert job_server.submitted[0][1]["output_kind"] == "alpha"
+    result = pixels_of("Render")
+    assert np.allclose(result, hdr * matte[..., None], rtol=1e-5)  # premultiplied: colour and alpha alike
+    assert result[..., :3].max() > 2.0  # HDR values above 1 survive
+    assert bpy.data.images["Render"].packed_file is not None
+    assert bpy.data.images["Render"].colorspace_settings.name == colorspace
+
+
+def test_upscale_changes_the_size_and_exports_unsaved_images(job_server, tmp_path, capfd):
+    image = bpy.data.images.new("Painted", 5, 3, alpha=True)  # generated: no file for the server to read
+    painted = photo_pixels(5, 3, seed=4)
+    from imageforge.scene.pixels import write_pixels
+
+    write_pixels(image, painted)
+    image_object(image, "Painted Plane")
+    bpy.ops.ed.undo_push(message="Painted")
+    upscaled = photo_pixels(20, 12, seed=5)
+    seen = {}
+
+    def produce(parameters, directory):
+        source = Path(parameters["input"])
+        seen["input"] = source
+        with_pixels = bpy.data.images.load(str(source), check_existing=False)
+        seen["size"] = tuple(with_pixels.size)
+        bpy.data.images.remove(with_pixels)
+        write_png_rgba(directory / "upscale.png", upscaled)
+        return {"upscale": "upscale.png"}
+
+    job_server.producers["upscale-image"] = produce
+    assert run_job_operator(bpy.ops.imageforge.upscale_image, scale="4") == {"FINISHED"}
+    parameters = job_server.submitted[0][1]
+    assert (parameters["scale"], parameters["model"]) == (4, "REALESRGAN_GENERAL_X4V3")
+    assert seen["size"] == (5, 3) and seen["input"].suffix == ".png"
+    assert not seen["input"].exists()  # the exported input is removed when the job ends
+    image = bpy.data.images["Painted"]
+    assert tuple(image.size) == (20, 12)
+    assert np.allclose(pixels_of("Painted"), upscaled, atol=BYTE)
+    assert image.packed_file is not None
+    assert undo_steps(capfd)[-1] == "Upscale Image"
+    bpy.ops.ed.undo()
+    assert tuple(bpy.data.images["Painted"].size) == (5, 3)
+
+
+def test_upscale_target_size_follows_the_maximum_input_size():
+    from imageforge.operators.image_jobs import upscale_target
+
+    assert upscale_target(1000, 500, 4, 2048) == (4000, 2000)
+    assert upscale_target(4096, 2048, 2, 2048) == (4096, 2048)
+    assert upscale_target(3000, 1000, 4, 1024) == (4096, 1364)
+
+
+def test_refine_selection_changes_only_the_selected_pixels(job_server, photo, capfd):
+    matte = np.full((6, 8), 0.25, dtype=np.float32)
+    cutout = photo.copy()
+    cutout[..., 3] = 0.25
+
+    def produce(parameters, directory):
+        write_png_gray16(directory / "alpha.png", matte)
+        write_png_rgba(directory / "cutout.png", cutout)
+        return {"alpha": "alpha.png", "cutout": "cutout.png"}
+
+    job_server.producers["refine-image-selection"] = produce
+    selection = {"box": [2, 1, 6, 4]}
+    outcome = run_job_operator(bpy.ops.imageforge.refine_selection, selection=json.dumps(selection))
+    assert outcome == {"FINISHED"}
+    parameters = job_server.submitted[0][1]
+    assert (parameters["selection"], parameters["padding"]) == ({"box": [2.0, 1.0, 6.0, 4.0]}, 32)
+    alpha = pixels_of("Photo")[..., 3]
+    inside = np.zeros((6, 8), dtype=bool)
+    inside[1:4, 2:6] = True
+    assert np.allclose(alpha[inside], 0.25, atol=BYTE)
+    assert np.allclose(alpha[~inside], 1.0)
+    assert undo_steps(capfd)[-1] == "Refine Selection"
+
+
+def test_bad_requests_are_warnings_and_submit_nothing(job_server, photo):
+    assert bpy.ops.imageforge.refine_selection("EXEC_DEFAULT", selection='{"box": [1, 1]}') == {"CANCELLED"}
+    assert bpy.ops.imageforge.refine_selection("EXEC_DEFAULT", selection='{"box": [40, 40, 50, 50]}') == {"CANCELLED"}
+    assert bpy.ops.imageforge.refine_selection("EXEC_DEFAULT") == {"CANCELLED"}  # nothing drawn
+    assert bpy.ops.imageforge.upscale_image("EXEC_DEFAULT", image_name="No Such Image") == {"CANCELLED"}
+    assert job_server.submitted == []
+
+
+def test_a_failed_job_changes_nothing(job_server, photo, capfd):
+    job_server.producers["remove-background"] = lambda parameters, directory: None
+    before = undo_steps(capfd)
+    assert run_job_operator(bpy.ops.imageforge.remove_background) == {"CANCELLED"}
+    assert np.allclose(pixels_of("Photo"), photo, atol=BYTE)
+    assert bpy.data.images["Photo"].packed_file is None
+    assert undo_steps(capfd) == before
+    from imageforge import runtime
+
+    assert runtime.get_runtime().active_job is None
