@@ -43,6 +43,25 @@ class FileRejected(ModelUnavailableError):
     """The downloaded bytes do not match the declared size or SHA-256; the file was deleted."""
 
 
+def cannot_reach(host: str, name: str, error: BaseException) -> SourceUnreachable:
+    return SourceUnreachable(f"Cannot reach {host} for {name} ({short_reason(error)}).")
+
+
+def server_failed(host: str, name: str, status: int) -> SourceUnreachable:
+    return SourceUnreachable(f"{host} failed to serve {name} (HTTP {status}).")
+
+
+def broke_off(host: str, name: str, received: int, error: BaseException, *, progressed: bool) -> SourceUnreachable:
+    return SourceUnreachable(
+        f"{name}: the connection to {host} broke after {received} bytes ({short_reason(error)}); it will resume.",
+        progressed=progressed,
+    )
+
+
+def refused(host: str, name: str, status: int, hint: str = "") -> SourceRefused:
+    return SourceRefused(f"{name} is not available from {host} (HTTP {status}){hint}.", status=status)
+
+
 def is_disk_full(error: BaseException) -> bool:
     return isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
 
@@ -51,3 +70,23 @@ def disk_full(path: Path) -> ResourceExhaustedError:
     return ResourceExhaustedError(
         f"The disk is full while downloading {path.name} into {path.parent}; free some space and retry."
     )
+
+
+def short_reason(error: BaseException) -> str:
+    """A short cause for a one-sentence message: 'timed out', 'connection refused', ..."""
+    text = str(error).lower()
+    for needle, reason in (
+        ("timed out", "timed out"),
+        ("timeout", "timed out"),
+        ("refused", "connection refused"),
+        ("name or service", "unknown host"),
+        ("nodename", "unknown host"),
+        ("getaddrinfo", "unknown host"),
+        ("proxy", "proxy error"),
+        ("reset", "connection reset"),
+        ("incomplete", "connection closed early"),
+        ("ssl", "TLS error"),
+    ):
+        if needle in text:
+            return reason
+    return type(error).__name__

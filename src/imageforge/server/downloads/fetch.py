@@ -28,12 +28,15 @@ from ...contract import ModelUnavailableError
 from .failures import (
     DownloadCancelled,
     FileRejected,
-    SourceRefused,
     SourceUnreachable,
+    broke_off,
+    cannot_reach,
     disk_full,
     is_disk_full,
+    refused,
+    server_failed,
 )
-from .sources import Timeouts
+from .sources import Timeouts, host_of
 from .store import part_path
 
 if TYPE_CHECKING:
@@ -85,7 +88,7 @@ def fetch_file(
     destination.parent.mkdir(parents=True, exist_ok=True)
     partial = part_path(destination)
     name = destination.name
-    host = url.split("://", 1)[-1].split("/", 1)[0]
+    host = host_of(url)
     digest, offset = _catch_up(partial, expected.size)
     if expected.size is not None and offset == expected.size:
         # A complete `.part` whose rename never happened: keep it if it verifies, else fetch it again.
@@ -143,15 +146,13 @@ def _request(session, url: str, name: str, host: str, offset: int, timeouts: Tim
     try:
         response = session.get(url, headers=headers, stream=True, timeout=timeouts.as_requests())
     except requests.RequestException as error:
-        raise SourceUnreachable(f"Cannot reach {host} for {name} ({_reason(error)}).") from error
+        raise cannot_reach(host, name, error) from error
     if response.status_code >= 500:
         response.close()
-        raise SourceUnreachable(f"{host} failed to serve {name} (HTTP {response.status_code}).")
+        raise server_failed(host, name, response.status_code)
     if response.status_code >= 400 and not (response.status_code == 416 and offset):
         response.close()
-        raise SourceRefused(
-            f"{name} is not available from {host} (HTTP {response.status_code}).", status=response.status_code
-        )
+        raise refused(host, name, response.status_code)
     return response
 
 
@@ -203,10 +204,7 @@ def _stream(response, partial, offset, digest, expected, name, host, on_progress
         partial.unlink(missing_ok=True)
         raise
     except (requests.RequestException, http.client.HTTPException) as error:
-        raise SourceUnreachable(
-            f"{name}: the connection to {host} broke after {received} bytes ({_reason(error)}); it will resume.",
-            progressed=received > offset,
-        ) from error
+        raise broke_off(host, name, received, error, progressed=received > offset) from error
     except OSError as error:
         if is_disk_full(error):
             partial.unlink(missing_ok=True)
@@ -222,23 +220,3 @@ def _finish(partial, destination, digest, size, expected, *, resumed_from, reque
         raise FileRejected(f"{destination.name} does not match its declared SHA-256; the download was deleted.")
     os.replace(partial, destination)
     return FetchOutcome(destination, size, sha256, resumed_from, requested)
-
-
-def _reason(error: BaseException) -> str:
-    """A short cause for a one-sentence message: 'timed out', 'connection refused', ..."""
-    text = str(error).lower()
-    for needle, reason in (
-        ("timed out", "timed out"),
-        ("timeout", "timed out"),
-        ("refused", "connection refused"),
-        ("name or service", "unknown host"),
-        ("nodename", "unknown host"),
-        ("getaddrinfo", "unknown host"),
-        ("proxy", "proxy error"),
-        ("reset", "connection reset"),
-        ("incomplete", "connection closed early"),
-        ("ssl", "TLS error"),
-    ):
-        if needle in text:
-            return reason
-    return type(error).__name__

@@ -32,9 +32,18 @@ import requests
 
 from ...contract import ModelUnavailableError
 from ...contract.catalog import ModelFile
-from .failures import DownloadCancelled, FileRejected, SourceRefused, SourceUnreachable, disk_full, is_disk_full
+from .failures import (
+    DownloadCancelled,
+    FileRejected,
+    broke_off,
+    cannot_reach,
+    disk_full,
+    is_disk_full,
+    refused,
+    server_failed,
+)
 from .fetch import CHUNK_SIZE, FetchOutcome, Progress, range_start, stated_total
-from .sources import USER_AGENT, Timeouts
+from .sources import USER_AGENT, Timeouts, host_of
 from .store import sha256_of
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -66,10 +75,10 @@ class _ObservedSession(requests.Session):
         try:
             response = super().request(method, url, *args, **kwargs)
         except requests.RequestException as error:
-            raise SourceUnreachable(f"Cannot reach {hooks.host} for {hooks.name} ({error}).") from error
+            raise cannot_reach(hooks.host, hooks.name, error) from error
         if response.status_code >= 500:
             response.close()
-            raise SourceUnreachable(f"{hooks.host} failed to serve {hooks.name} (HTTP {response.status_code}).")
+            raise server_failed(hooks.host, hooks.name, response.status_code)
         response.headers.pop("X-Xet-Hash", None)
         if str(method).upper() == "HEAD":
             etag = response.headers.get("X-Linked-Etag") or response.headers.get("ETag") or ""
@@ -94,10 +103,7 @@ def _observed_chunks(response, hooks: _Hooks):
             try:
                 chunk = next(chunks, b"")
             except requests.RequestException as error:
-                raise SourceUnreachable(
-                    f"{hooks.name}: the connection to {hooks.host} broke after {received} bytes; it will resume.",
-                    progressed=received > start,
-                ) from error
+                raise broke_off(hooks.host, hooks.name, received, error, progressed=received > start) from error
             if not chunk:
                 return
             yield chunk
@@ -149,7 +155,7 @@ def fetch_with_hub_library(
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     name = Path(model_file.path).name
-    host = hub.split("://", 1)[-1].split("/", 1)[0]
+    host = host_of(hub)
     hooks = _Hooks(timeouts, on_progress, cancelled, host, name)
     try:
         with _observing(hooks):
@@ -161,11 +167,11 @@ def fetch_with_hub_library(
     except (DownloadCancelled, ModelUnavailableError):
         raise
     except LocalEntryNotFoundError as error:  # the HEAD failed in a way the library does not name
-        raise SourceUnreachable(f"Cannot reach {host} for {name} ({error.__cause__ or error}).") from error
+        raise cannot_reach(host, name, error.__cause__ or error) from error
     except HfHubHTTPError as error:
         status = error.response.status_code if error.response is not None else 0
         hint = "; the repository may need a Hugging Face token (HF_TOKEN)" if status in (401, 403) else ""
-        raise SourceRefused(f"{name} is not available from {host} (HTTP {status}){hint}.", status=status) from error
+        raise refused(host, name, status, hint) from error
     except OSError as error:
         if is_disk_full(error):
             _drop_incomplete(staging_root)

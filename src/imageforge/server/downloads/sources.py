@@ -80,6 +80,11 @@ def _seconds(environ, name: str, default: float) -> float:
     return value if value > 0 else default
 
 
+def host_of(url: str) -> str:
+    """The host (and port) of a URL, for one-sentence messages."""
+    return url.split("://", 1)[-1].split("/", 1)[0]
+
+
 def hub_url(hub: str, repository: str, path: str) -> str:
     return f"{hub}/{repository}/resolve/main/{quote(path)}"
 
@@ -121,10 +126,6 @@ class DownloadSources:
         if not self.settings.mirror:
             raise ValueError("No mirror is configured.")
         return mirror_url(self.settings.mirror, entry.directory, model_file.path)
-
-    def host(self, source: Source) -> str:
-        base = self.settings.hub if source is Source.HUB else self.settings.mirror or ""
-        return base.split("://", 1)[-1].split("/", 1)[0]
 
     def hub_unreachable(self, reason: str) -> bool:
         """Record that the hub failed; switch to the mirror for good when there is one. True if switched."""
