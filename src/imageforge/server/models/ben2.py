@@ -1,0 +1,93 @@
+"""BEN2 background removal: a fixed-size matte model (1024² in the published export).
+
+Pre-processing: the image, composited over black and display-encoded (display.py), is resized to the
+model's input size and normalised per the catalog entry's `normalization` option, because public sources
+disagree on ImageNet mean/std versus none and the right choice belongs to the exported file, not the code.
+Post-processing: the matte is min–max normalised (BEN2's raw output is not calibrated to [0, 1]), resized
+back to the size the caller wants, and multiplied with the source alpha so transparent pixels stay so.
+
+Tensor names, the input size and dtypes are read from the session: the published fp16 file outputs
+float16, and re-exports rename tensors.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+import numpy as np
+
+from ...contract import ModelUnavailableError
+from ...contract.catalog import Family, ModelEntry
+from ..inference import SessionHandle
+from ..media import resize
+from .base import Adapter
+
+IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
+IMAGENET_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
+NORMALIZATIONS = ("imagenet", "none")
+DEFAULT_SIZE = 1024  # used only when an export leaves the spatial dimensions symbolic
+FLAT_RANGE = 1e-6  # a matte whose values span less than this has no contrast to stretch
+
+
+class Ben2Adapter(Adapter):
+    name = "ben2"
+    family = Family.BACKGROUND
+
+    def __init__(self, entry: ModelEntry, handle: SessionHandle):
+        super().__init__(entry, handle)
+        if len(self.inputs) != 1 or not self.outputs:
+            raise ModelUnavailableError(f"{entry.label} does not look like a BEN2 model (one image input expected).")
+        self.normalization = str(entry.options.get("normalization", "imagenet")).lower()
+        if self.normalization not in NORMALIZATIONS:
+            raise ModelUnavailableError(
+                f"{entry.label} has normalization '{self.normalization}' in the catalog; use imagenet or none."
+            )
+        (self.input_name,) = self.inputs
+        self.output_name = self.outputs[0]
+        shape = list(self.inputs[self.input_name].shape)
+        if len(shape) != 4:
+            raise ModelUnavailableError(f"{entry.label} does not look like a BEN2 model (its input is not NCHW).")
+        self.input_size = tuple(dim if isinstance(dim, int) and dim > 0 else DEFAULT_SIZE for dim in shape[2:])
+        self.dtype = self.input_dtype(self.input_name)
+        self.model_seconds = 0.0
+        self.runs = 0
+
+    def run(self, feeds: Mapping[str, np.ndarray], *, last_run: bool) -> dict[str, np.ndarray]:
+        started = time.perf_counter()
+        try:
+            return super().run(feeds, last_run=last_run)
+        finally:
+            self.model_seconds += time.perf_counter() - started
+            self.runs += 1
+
+    def preprocess(self, rgb: np.ndarray) -> np.ndarray:
+        """Display RGB (H, W, 3) in [0, 1] → the model's [1, 3, h, w] input, normalised."""
+        height, width = self.input_size
+        scaled = np.clip(resize(rgb, (width, height)), 0.0, 1.0)
+        if self.normalization == "imagenet":
+            scaled = (scaled - IMAGENET_MEAN) / IMAGENET_STD
+        return np.ascontiguousarray(scaled.transpose(2, 0, 1)[None], dtype=self.dtype)
+
+    def infer(self, rgb: np.ndarray, *, last_run: bool) -> np.ndarray:
+        """The model's raw matte output for display RGB (H, W, 3), as the session returned it."""
+        outputs = self.run({self.input_name: self.preprocess(rgb)}, last_run=last_run)
+        return outputs[self.output_name]
+
+    def postprocess(self, raw: np.ndarray, size: tuple[int, int], source_alpha: np.ndarray | None) -> np.ndarray:
+        """Raw output → float32 (H, W) alpha in [0, 1] at `size` (width, height), times the source alpha."""
+        matte = np.asarray(raw, dtype=np.float32)
+        while matte.ndim > 2:
+            matte = matte[0]
+        low, high = float(matte.min()), float(matte.max())
+        matte = np.clip(matte, 0.0, 1.0) if high - low < FLAT_RANGE else (matte - low) / (high - low)
+        alpha = np.clip(resize(matte, size), 0.0, 1.0)
+        if source_alpha is not None:
+            alpha *= source_alpha
+        return alpha
+
+    def matte(
+        self, rgb: np.ndarray, size: tuple[int, int], source_alpha: np.ndarray | None, *, last_run: bool
+    ) -> np.ndarray:
+        """Analyse display RGB (any size) and return the alpha at `size` (width, height)."""
+        return self.postprocess(self.infer(rgb, last_run=last_run), size, source_alpha)

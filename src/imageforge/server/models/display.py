@@ -1,0 +1,39 @@
+"""What an image model sees: display-referred colour in [0, 1], whatever the source stored.
+
+BEN2 and the Real-ESRGAN family were trained on 8-bit sRGB photographs. Integer sources (8/16-bit PNG,
+JPEG, video) already hold display-encoded values in [0, 1]. Float sources (EXR renders, Radiance HDR) hold
+scene-linear light, often above 1 and premultiplied: fed raw, mid-tones look dark to the model and
+highlights are cut off arbitrarily. So float colour is un-premultiplied, encoded with the sRGB transfer
+function and clipped before a model sees it, and a result written as PNG is display-encoded the same way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..media import Image, SampleKind
+
+
+def srgb_encode(linear: np.ndarray) -> np.ndarray:
+    """Scene-linear values to sRGB-encoded [0, 1] (clipped), float32."""
+    x = np.clip(linear, 0.0, 1.0).astype(np.float32, copy=False)
+    return np.where(x <= 0.0031308, x * 12.92, 1.055 * np.power(x, 1.0 / 2.4) - 0.055).astype(np.float32)
+
+
+def display_pixels(image: Image) -> np.ndarray:
+    """Straight colour in [0, 1], display-encoded, with the source alpha kept: (H, W, 3) or (H, W, 4)."""
+    straight = image.straight()
+    if image.sample_kind is not SampleKind.FLOAT:
+        return straight.pixels
+    rgb = srgb_encode(straight.rgb)
+    if not straight.has_alpha:
+        return rgb
+    alpha = np.clip(straight.pixels[..., 3:4], 0.0, 1.0)
+    return np.concatenate([rgb, alpha], axis=2)
+
+
+def over_black(pixels: np.ndarray) -> np.ndarray:
+    """Display pixels (H, W, 3|4) composited over black: the RGB a background model analyses."""
+    if pixels.shape[2] == 3:
+        return pixels
+    return pixels[..., :3] * pixels[..., 3:4]

@@ -1,0 +1,65 @@
+"""Selections as crops and confining masks: pixel-exact boxes, lassos, growth, and the errors users see."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from imageforge.contract import InputError
+from imageforge.contract.parameters import Selection
+from imageforge.server.jobs.selection_mask import _fill, selection_region
+
+
+def full_mask(region, size):
+    width, height = size
+    mask = np.zeros((height, width), dtype=np.float32)
+    mask[region.slices] = region.mask
+    return mask
+
+
+def test_a_box_selects_exactly_its_pixels_before_growing():
+    region = selection_region(Selection(box=(10, 12, 20, 18)), (64, 48), padding=5)
+    assert region.grow == 2
+    assert region.crop == (10 - 7, 12 - 7, 20 + 7, 18 + 7)
+    mask = full_mask(region, (64, 48))
+    rows, columns = np.nonzero(mask)
+    # Grown by 2 around columns 10–19 and rows 12–17 (the box's pixels), never by less.
+    assert mask[12:18, 10:20].all() and mask[10:20, 8:22].sum() >= 10 * 10
+    assert columns.min() >= 10 - 3 and columns.max() <= 19 + 3 and rows.min() >= 12 - 3 and rows.max() <= 17 + 3
+    assert mask[0:5].sum() == 0 and mask[:, 30:].sum() == 0
+
+
+def test_a_lasso_fills_by_pixel_centres():
+    triangle = Selection(lasso=((0.0, 0.0), (30.0, 0.0), (0.0, 30.0)))
+    region = selection_region(triangle, (30, 30), padding=0)
+    assert region.crop == (0, 0, 30, 30)
+    inside = _fill(np.array(triangle.lasso), 30, 30)
+    # Row j's centre is at j + 0.5: the triangle spans x < 29.5 - j there.
+    assert [int(row.sum()) for row in inside] == [29 - j for j in range(30)]
+    assert inside[:-1, 0].all() and not inside[-1].any()
+    assert (region.mask >= inside).all()  # the confining mask contains the selection
+
+
+def test_a_selection_partly_outside_is_clipped_to_the_image():
+    region = selection_region(Selection(box=(-50, -50, 10, 10)), (64, 48), padding=8)
+    assert region.crop[:2] == (0, 0)
+    assert full_mask(region, (64, 48))[0:10, 0:10].all()
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [
+        Selection(box=(100, 100, 140, 130)),
+        Selection(box=(-40, 5, -1, 20)),
+        Selection(lasso=((70, 0), (90, 0), (90, 9))),
+    ],
+)
+def test_a_selection_outside_the_image_is_an_input_error(selection):
+    with pytest.raises(InputError, match=r"outside the image \(64×48 pixels\)"):
+        selection_region(selection, (64, 48), padding=4)
+
+
+def test_a_sliver_covering_no_pixel_centre_is_an_input_error():
+    sliver = Selection(box=(10.6, 10, 10.9, 20))  # between two pixel centres
+    with pytest.raises(InputError, match="covers no pixel"):
+        selection_region(sliver, (64, 48), padding=4)

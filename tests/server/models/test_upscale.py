@@ -1,0 +1,166 @@
+"""The upscale adapter on real CPU sessions of kit upscalers (box blur of known radius, then 4× nearest)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from PIL import Image as PILImage
+
+from imageforge.contract import InputError
+from imageforge.contract.catalog import Family
+from imageforge.server.models.upscale import UpscaleAdapter, choose_tile
+from tests.kit.onnx_models import build_upscaler, upscaler_reference
+
+from .conftest import kit_entry
+
+RADIUS = 3
+
+
+def reference(pixels: np.ndarray, radius: int = RADIUS) -> np.ndarray:
+    """The kit model run once on the whole image, clamped: [H*4, W*4, C]."""
+    chw = pixels.transpose(2, 0, 1)[None].astype(np.float32)
+    return np.clip(upscaler_reference(chw, receptive_radius=radius)[0].transpose(1, 2, 0), 0.0, 1.0)
+
+
+def collect(adapter, pixels, plan, **kwargs) -> np.ndarray:
+    rows = []
+
+    def sink(top: int, band: np.ndarray) -> None:
+        assert top == sum(len(block) for block in rows)  # bands arrive in order, without gaps
+        rows.append(band.copy())
+
+    adapter.upscale(pixels, plan, sink=sink, **kwargs)
+    return np.concatenate(rows)
+
+
+@pytest.fixture
+def blur_upscaler(make_adapter):
+    def make(margin: int = RADIUS, **options):
+        entry = kit_entry(f"BLUR_{margin}", Family.UPSCALE, "upscale", tile_margin=margin, tile_blend=4, **options)
+        return make_adapter(entry, lambda path: build_upscaler(path, receptive_radius=RADIUS))
+
+    return make
+
+
+@pytest.fixture
+def image() -> np.ndarray:
+    return np.random.default_rng(9).random((48, 64, 3), dtype=np.float32)
+
+
+def test_tiled_output_equals_a_whole_image_run_when_the_margin_covers_the_receptive_field(blur_upscaler, image):
+    adapter = blur_upscaler(margin=RADIUS)
+    assert isinstance(adapter, UpscaleAdapter)
+    plan = adapter.plan(48, 64, scale=4, tile_size=24)
+    assert plan.model_scale == 4 and plan.tile_count > 6 and plan.batch == 1  # CPU: one tile per run
+    reported = []
+    out = collect(adapter, image, plan, on_tile=lambda done, total: reported.append((done, total)))
+    assert out.shape == (192, 256, 3)
+    np.testing.assert_allclose(out, reference(image), atol=1e-5)
+    assert reported == [(done, plan.tile_count) for done in range(1, plan.tile_count + 1)]
+
+
+def test_a_margin_smaller_than_the_receptive_field_shows_at_the_tile_edges(blur_upscaler, image):
+    adapter = blur_upscaler(margin=0)
+    plan = adapter.plan(48, 64, scale=4, tile_size=24)
+    assert np.abs(collect(adapter, image, plan) - reference(image)).max() > 1e-3
+
+
+def test_alpha_goes_through_the_model_separately_and_is_reattached(blur_upscaler, image):
+    adapter = blur_upscaler()
+    alpha = np.zeros((48, 64, 1), dtype=np.float32)
+    alpha[10:30, 20:50] = 1.0
+    rgba = np.concatenate([image, alpha], axis=2)
+    plan = adapter.plan(48, 64, scale=4, tile_size=24)
+    runs_before = adapter.runs
+    out = collect(adapter, rgba, plan)
+    assert out.shape == (192, 256, 4)
+    np.testing.assert_allclose(out[..., :3], reference(image), atol=1e-5)  # colour ignores alpha
+    np.testing.assert_allclose(out[..., 3], reference(np.repeat(alpha, 3, axis=2))[..., 0], atol=1e-5)
+    assert adapter.runs - runs_before == 2 * plan.tile_count  # colour and alpha runs per tile on CPU
+
+
+def test_opaque_alpha_costs_no_model_runs(blur_upscaler, image):
+    adapter = blur_upscaler()
+    rgba = np.concatenate([image, np.ones((48, 64, 1), dtype=np.float32)], axis=2)
+    plan = adapter.plan(48, 64, scale=4, tile_size=24)
+    runs_before = adapter.runs
+    out = collect(adapter, rgba, plan)
+    assert adapter.runs - runs_before == plan.tile_count
+    assert np.all(out[..., 3] == 1.0)
+
+
+def test_scale_two_is_the_four_times_output_halved_with_lanczos(blur_upscaler, image):
+    adapter = blur_upscaler()
+    plan = adapter.plan(48, 64, scale=2, tile_size=24)
+    out = collect(adapter, image, plan)
+    assert out.shape == (96, 128, 3)
+    big = reference(image)
+    halved = np.stack(
+        [np.asarray(PILImage.fromarray(big[..., c]).resize((128, 96), PILImage.Resampling.LANCZOS)) for c in range(3)],
+        axis=2,
+    )
+    np.testing.assert_allclose(out, np.clip(halved, 0, 1), atol=1e-4)
+
+
+def test_the_arena_shrink_is_requested_on_the_last_run_only(blur_upscaler, image):
+    adapter = blur_upscaler()
+    plan = adapter.plan(48, 64, scale=4, tile_size=24)  # the probe run happens here
+    flags = []
+    run = adapter.handle.run
+    adapter.handle.run = lambda feeds, *, last_run: flags.append(last_run) or run(feeds, last_run=last_run)
+    collect(adapter, image, plan)
+    assert flags == [False] * (plan.tile_count - 1) + [True]
+    flags.clear()
+    collect(adapter, image, plan, last_frame=False)  # a video frame that is not the last
+    assert flags == [False] * plan.tile_count
+
+
+def test_values_are_clamped(blur_upscaler):
+    adapter = blur_upscaler()
+    bright = np.full((16, 16, 3), 1.0, dtype=np.float32)
+    bright[4:8, 4:8] = 3.0  # what a float source would give unclamped; the model averages it in
+    out = collect(adapter, bright, adapter.plan(16, 16, scale=4))
+    assert out.max() == 1.0 and out.min() >= 0.0
+
+
+def test_scale_comes_from_the_catalog_or_a_probe(make_adapter):
+    probed = make_adapter(kit_entry("X2_PROBED", Family.UPSCALE, "upscale"), lambda path: build_upscaler(path, scale=2))
+    assert probed.model_scale == 2 and probed.runs == 1
+    with pytest.raises(InputError, match="upscales 2×; choose scale 2"):
+        probed.plan(16, 16, scale=4)
+    declared = make_adapter(kit_entry("X4_DECLARED", Family.UPSCALE, "upscale", scale=4), build_upscaler)
+    assert declared.model_scale == 4 and declared.runs == 0
+
+
+def test_a_tile_size_inside_the_overlap_is_refused(blur_upscaler):
+    adapter = blur_upscaler()
+    with pytest.raises(InputError, match="'tile_size' must be 0 or more than 10"):
+        adapter.plan(100, 100, scale=4, tile_size=8)
+
+
+def test_the_memory_budget_decides_the_tile_size(make_adapter):
+    entry = kit_entry("BUDGET", Family.UPSCALE, "upscale", tile_memory_mib=256)
+    adapter = make_adapter(entry, build_upscaler)
+    limit = math.isqrt(256 * 1024 * 1024 // (768 * 16)) // 8 * 8  # 144 px
+    small = adapter.plan(100, 140, scale=4)
+    assert small.tile_count == 1  # fits the budget: one run on the whole image
+    large = adapter.plan(300, 200, scale=4)
+    assert large.grid.tile <= limit and large.tile_count > 1
+
+
+@pytest.mark.parametrize(("height", "width"), [(1000, 400), (4096, 4096), (2160, 3840), (500, 9000)])
+def test_choose_tile_uses_no_more_tiles_than_the_limit_needs_and_wastes_little(height, width):
+    limit, overlap = 416, 36
+
+    def count(tile: int, length: int) -> int:
+        size = min(tile, length)
+        return 1 if size == length else math.ceil((length - size) / (size - overlap)) + 1
+
+    tile = choose_tile(height, width, limit=limit, overlap=overlap)
+    assert tile <= limit and tile % 8 == 0 or tile == max(height, width)
+    assert count(tile, height) * count(tile, width) == count(limit, height) * count(limit, width)
+    if tile > 64:
+        smaller = tile - 8
+        assert count(smaller, height) * count(smaller, width) > count(tile, height) * count(tile, width)
