@@ -127,14 +127,17 @@ def test_a_file_missing_on_the_hub_comes_from_the_mirror_without_switching(hub, 
     assert (root / "models/split/decoder.onnx").read_bytes() == OTHER
 
 
-def test_system_proxy_and_hf_endpoint_are_honoured(hub, root, run, monkeypatch):
+@pytest.mark.parametrize(("declare", "methods"), [("both", ["GET"]), ("none", ["HEAD", "GET"])])
+def test_system_proxy_and_hf_endpoint_are_honoured(hub, root, run, monkeypatch, declare, methods):
     hub.add_hub_file("kit/ben2", "model.onnx", DATA)
     monkeypatch.setenv("HTTP_PROXY", hub.url)  # the kit hub answers absolute-form requests like a proxy
     monkeypatch.setenv("HF_ENDPOINT", "http://hub.imageforge.invalid")
 
     chosen = DownloadSources()
-    run(root, [entry("BEN2", {"model.onnx": DATA})], chosen)
+    run(root, [entry("BEN2", {"model.onnx": DATA}, declare=declare)], chosen)
 
     assert chosen.settings.hub == "http://hub.imageforge.invalid"
-    assert [(r.path, r.proxied) for r in hub.requests] == [("kit/ben2/resolve/main/model.onnx", True)]
+    assert [(r.method, r.path, r.proxied) for r in hub.requests] == [
+        (method, "kit/ben2/resolve/main/model.onnx", True) for method in methods
+    ]
     assert (root / "models/ben2/model.onnx").read_bytes() == DATA
