@@ -1,0 +1,89 @@
+"""The Depth Anything 3 adapter on real CPU sessions of the kit models (depth = 3 + channel mean; known cameras)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from imageforge.contract import ModelUnavailableError
+from imageforge.contract.catalog import Family
+from imageforge.server.models.da3 import IMAGENET_MEAN, IMAGENET_STD, DepthAnything3Adapter, Letterbox
+from tests.kit.onnx_models import build_da3, build_moge2
+
+from .conftest import kit_entry
+
+COLOURS = np.array([[0.2, 0.4, 0.6], [0.9, 0.1, 0.3], [0.5, 0.5, 0.5]], np.float32)
+
+
+def da3(make_adapter, key: str, **options) -> DepthAnything3Adapter:
+    build = options.pop("build", {})
+    adapter = make_adapter(kit_entry(key, Family.MULTIVIEW, "da3", **options), lambda path: build_da3(path, **build))
+    assert isinstance(adapter, DepthAnything3Adapter)
+    return adapter
+
+
+def frames(width: int = 64, height: int = 48) -> list[np.ndarray]:
+    return [np.broadcast_to(colour, (height, width, 3)).astype(np.float32) for colour in COLOURS]
+
+
+def expected_depth(colour: np.ndarray, *, imagenet: bool = True) -> float:
+    values = (colour - IMAGENET_MEAN) / IMAGENET_STD if imagenet else colour
+    return 3.0 + float(values.mean())
+
+
+def test_camera_export_letterboxes_and_converts_back_to_source_pixels(make_adapter):
+    adapter = da3(make_adapter, "KIT_DA3", attention_heads=8, build={"size": 56})
+    assert (adapter.has_cameras, adapter.size, adapter.heads) == (True, 56, 8)
+    tensors, placements = zip(*(adapter.letterbox(rgb) for rgb in frames()), strict=True)
+    assert placements[0].box == (0, 7, 56, 42)  # 64×48 scaled by 56/64 and centred vertically
+    result = adapter.infer(np.stack(tensors), last_run=True)
+    assert result.depth.shape == (3, 56, 56) and adapter.runs == 1
+    for index, colour in enumerate(COLOURS):
+        np.testing.assert_allclose(placements[index].crop(result.depth[index]), expected_depth(colour), atol=1e-5)
+        np.testing.assert_allclose(result.depth[index, :7], 3.0, atol=1e-6)  # padding is the mean colour
+        back = placements[index].crop_to_source(result.depth[index])
+        assert back.shape == (48, 64)
+        np.testing.assert_allclose(back, expected_depth(colour), atol=1e-4)
+    np.testing.assert_allclose(result.confidence, 1.0)
+    np.testing.assert_allclose(result.extrinsics[:, :, 3], [[0, 0, 0], [0.1, 0, 0], [0.2, 0, 0]], atol=1e-6)
+    np.testing.assert_allclose(result.extrinsics[:, :, :3], np.broadcast_to(np.eye(3), (3, 3, 3)), atol=1e-6)
+    # Kit intrinsics are [[S, 0, S/2], [0, S, S/2]] in the 56 px square: 64 px focal, centred, in the frame.
+    source = placements[0].intrinsics_to_source(result.intrinsics[0])
+    assert source == pytest.approx({"fx": 64.0, "fy": 64.0, "cx": 32.0, "cy": 24.0})
+    assert adapter.attention(4).bytes == 8 * (4 * 16) ** 2 * 4
+
+
+def test_portrait_frames_are_centred_horizontally():
+    placement = Letterbox.fit((48, 64), 56)
+    assert placement.box == (7, 0, 42, 56)
+    square = placement.place(np.ones((64, 48, 3), np.float32))
+    assert square[:, :7].max() == 0 and square[:, 7:49].min() == pytest.approx(1.0, abs=1e-3)
+    intrinsics = placement.intrinsics_to_source(np.array([[56.0, 0, 28], [0, 56, 28], [0, 0, 1]]))
+    assert intrinsics == pytest.approx({"fx": 64.0, "fy": 64.0, "cx": 24.0, "cy": 32.0})
+
+
+def test_normalisation_is_a_catalog_option(make_adapter):
+    adapter = da3(make_adapter, "KIT_DA3_PLAIN", normalization="none", build={"size": 56})
+    tensor, placement = adapter.letterbox(frames()[1])
+    result = adapter.infer(tensor[None], last_run=True)
+    np.testing.assert_allclose(placement.crop(result.depth[0]), expected_depth(COLOURS[1], imagenet=False), atol=1e-5)
+
+
+@pytest.mark.parametrize(("size", "options", "expected_size"), [(56, {}, 56), (None, {"image_size": 28}, 28)])
+def test_depth_only_exports_run_view_by_view(make_adapter, size, options, expected_size):
+    adapter = da3(make_adapter, f"KIT_DA3_DEPTH_{expected_size}", build={"size": size, "cameras": False}, **options)
+    assert (adapter.has_cameras, adapter.size) == (False, expected_size)
+    tensors, placements = zip(*(adapter.letterbox(rgb) for rgb in frames()[:2]), strict=True)
+    result = adapter.infer(np.stack(tensors), last_run=True)
+    assert adapter.runs == 2 and result.extrinsics is None and result.intrinsics is None
+    assert result.depth.shape == (2, expected_size, expected_size)
+    for index in range(2):
+        np.testing.assert_allclose(
+            placements[index].crop(result.depth[index]), expected_depth(COLOURS[index]), atol=1e-5
+        )
+    assert adapter.attention(10).views == 1  # one view per run: attention never spans views
+
+
+def test_a_model_that_is_not_da3_is_refused(make_adapter):
+    with pytest.raises(ModelUnavailableError, match="does not look like a Depth Anything 3 export"):
+        make_adapter(kit_entry("NOT_DA3", Family.MULTIVIEW, "da3"), lambda path: build_moge2(path))
