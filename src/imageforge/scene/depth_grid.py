@@ -5,8 +5,8 @@ convention) with A = alpha × validity. Blender cameras look down their local -Z
 (x, -y, -z) in the camera's local space: a mesh built here and given the camera's world matrix lines up with
 the photo when seen through that camera.
 
-The grid has 2^level segments along the image's longer side (at most one per depth pixel). A vertex samples
-the nearest depth pixel; a quad is kept only when its four corners are valid, and vertices no face uses are
+The grid has 2^level segments along the image's longer side (at most one per depth pixel). A vertex takes the
+depth pixel under its grid line; a quad is kept only when its four corners are valid, and vertices no face uses are
 dropped. UVs span 0..1 over the array given (the whole photo, or a cutout's crop).
 """
 
@@ -43,10 +43,9 @@ def grid_segments(width: int, height: int, level: int) -> tuple[int, int]:
 
 
 def _sample_indices(size: int, segments: int) -> tuple[np.ndarray, np.ndarray]:
-    """Fractions 0..1 of each grid line and the nearest pixel index for each."""
-    fractions = np.linspace(0.0, 1.0, segments + 1)
-    indices = np.clip(np.round(fractions * size - 0.5), 0, size - 1).astype(np.intp)
-    return fractions, indices
+    """Fractions 0..1 of each grid line and the pixel under each (integer arithmetic: no rounding ties)."""
+    lines = np.arange(segments + 1)
+    return lines / segments, np.minimum(lines * size // segments, size - 1).astype(np.intp)
 
 
 def depth_grid(points: np.ndarray, weight: np.ndarray, level: int) -> GridMesh:
