@@ -7,9 +7,14 @@ fails with a clear "not available yet" message.
 from __future__ import annotations
 
 from ...contract import JobId
-from . import download_models
+from . import debug_image_models, download_models, refine_selection, remove_background, upscale_image
 
 JOB_RUNNERS = {
     JobId.DOWNLOAD_MODEL: download_models.run_download_model,
     JobId.DOWNLOAD_REQUIRED_MODELS: download_models.run_download_required_models,
+    JobId.REMOVE_BACKGROUND: remove_background.run_remove_background,
+    JobId.UPSCALE_IMAGE: upscale_image.run_upscale_image,
+    JobId.REFINE_IMAGE_SELECTION: refine_selection.run_refine_selection,
+    JobId.DEBUG_BEN2: debug_image_models.run_debug_ben2,
+    JobId.DEBUG_UPSCALE: debug_image_models.run_debug_upscale,
 }

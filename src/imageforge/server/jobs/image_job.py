@@ -1,0 +1,58 @@
+"""What every image job does around its model: stage progress with cancellation checks, loading the adapter,
+and saying in the job log what really ran where and how long the model itself took.
+
+Progress runs 0 → 0.1 while the model is prepared (a download reports its own bytes), 0.1 → 0.95 while
+the model runs (tiles, frames), then to 1 while the result is written. Every report checks cancellation
+first, so a cancelled job stops at the next tile or frame.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ...contract import Device
+from ...contract.catalog import Family, load_catalog
+from ..models import Adapter, load_adapter
+
+RUN_START, RUN_END, WRITING = 0.1, 0.95, 0.96
+
+
+class JobProgress:
+    def __init__(self, context: Any):
+        self.context = context
+        self.started = time.perf_counter()
+
+    def stage(self, fraction: float, message: str) -> None:
+        self.context.check_cancelled()
+        self.context.progress(fraction, message)
+
+    def running(self, done: float, message: str) -> None:
+        """Progress inside the model stage; `done` is the fraction of model work finished (0–1)."""
+        self.stage(RUN_START + (RUN_END - RUN_START) * min(max(done, 0.0), 1.0), message)
+
+    def writing(self) -> None:
+        self.stage(WRITING, "Writing result")
+
+
+def prepare_adapter(context: Any, progress: JobProgress, model: str | None, family: Family, device: Device) -> Adapter:
+    """Resolve the catalog entry (null: the family default), fetch it if missing, and load its adapter."""
+    progress.stage(0.0, "Preparing model")
+    entry = load_catalog().resolve(model, family)
+    adapter = load_adapter(context, entry, device)
+    context.log(
+        f"{entry.label} ({entry.key}) loaded for device {device.value}: "
+        f"runs on {adapter.device.value} ({adapter.provider})"
+    )
+    return adapter
+
+
+def log_model_time(context: Any, progress: JobProgress, adapter: Adapter) -> None:
+    """The job log's last word on inference: provider that ran (after any fallback), runs, model vs job time."""
+    model_seconds = getattr(adapter, "model_seconds", 0.0)
+    runs = getattr(adapter, "runs", 0)
+    total = time.perf_counter() - progress.started
+    context.log(
+        f"Model ran {runs} time(s) on {adapter.provider} ({adapter.device.value}): "
+        f"model {model_seconds:.3f} s of {total:.3f} s job time"
+    )

@@ -1,0 +1,99 @@
+"""upscale-image: the Real-ESRGAN family on a still, a video or a frame sequence, tiled and streamed.
+
+`max_input_size` limits the source: a larger image is first reduced to it (the result is then scale ×
+the reduced size). A still's result is written while the tiles are still running, band by band
+(media/png_stream.py), so a 4096² → 16384² upscale never holds its output in memory; video frames are
+assembled one at a time. Results keep the source's depth (16-bit stays 16-bit) and alpha.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...contract.catalog import Family
+from ...contract.jobs import UpscaleImageParams
+from ..media import Image, MediaKind, fit_long_edge_size, open_input
+from ..media.png_stream import PngStreamWriter
+from ..models.display import display_pixels
+from ..models.upscale import UpscaleAdapter, UpscalePlan
+from .frame_loop import Report, stream_frames
+from .image_job import JobProgress, log_model_time, prepare_adapter
+
+
+def run_upscale_image(context: Any, params: UpscaleImageParams) -> dict[str, str]:
+    progress = JobProgress(context)
+    adapter = prepare_adapter(context, progress, params.model, Family.UPSCALE, params.device)
+    assert isinstance(adapter, UpscaleAdapter)
+    progress.stage(0.08, "Reading input")
+    source = open_input(params.input)
+    context.log(
+        f"Input: {source.kind.value} {source.format} {source.width}×{source.height}, {source.frame_count} frame(s)"
+    )
+    width, height = fit_long_edge_size((source.width, source.height), params.max_input_size)
+    plan = adapter.plan(height, width, scale=params.scale, tile_size=params.tile_size)
+    grid = plan.grid
+    context.log(
+        f"Upscaling {width}×{height} ×{params.scale} (model ×{plan.model_scale}): {grid.count} tile(s) of "
+        f"{grid.tile}px, margin {grid.margin}, blend {grid.blend}, batch {plan.batch}, work ×{grid.work_ratio:.3f}"
+    )
+    out_size = (width * params.scale, height * params.scale)
+
+    if source.kind is MediaKind.STILL:
+        image = source.read_still()
+        pixels = display_pixels(image.fit_long_edge(params.max_input_size))
+        directory = Path(context.directory)
+
+        def on_tile(done: int, total: int) -> None:
+            progress.running(done / total, f"Upscaling tile {done}/{total}")
+
+        progress.running(0.0, f"Upscaling tile 0/{grid.count}")
+        bits = image.sample_kind.png_bits
+        with PngStreamWriter(directory / "upscale.png", *out_size, channels=pixels.shape[2], bits=bits) as png:
+            adapter.upscale(pixels, plan, sink=lambda _top, rows: png.write(rows), on_tile=on_tile)
+            progress.writing()
+        log_model_time(context, progress, adapter)
+        return {"upscale": "upscale.png"}
+
+    def process(frame, last: bool, report: Report) -> np.ndarray:
+        return upscale_frame(adapter, plan, frame.image, (width, height), last_frame=last, report=report)
+
+    result = stream_frames(
+        context,
+        progress,
+        source,
+        result="upscale",
+        sequence_output=params.sequence_output,
+        size=out_size,
+        alpha=source.has_alpha,
+        bits=source.sample_kind.png_bits,
+        process=process,
+    )
+    log_model_time(context, progress, adapter)
+    return result
+
+
+def upscale_frame(
+    adapter: UpscaleAdapter,
+    plan: UpscalePlan,
+    image: Image,
+    size: tuple[int, int],
+    *,
+    last_frame: bool,
+    report: Report,
+) -> np.ndarray:
+    """One whole upscaled frame (display pixels, [0, 1]) of `image` reduced to `size` first if larger."""
+    pixels = display_pixels(image.resized(size) if image.size != size else image)
+    height, width = pixels.shape[:2]
+    out = np.empty((height * plan.out_scale, width * plan.out_scale, pixels.shape[2]), dtype=np.float32)
+
+    def sink(top: int, rows: np.ndarray) -> None:
+        out[top : top + rows.shape[0]] = rows
+
+    def on_tile(done: int, total: int) -> None:
+        report(done / total, f"tile {done}/{total}")
+
+    adapter.upscale(pixels, plan, sink=sink, on_tile=on_tile, last_frame=last_frame)
+    return out
