@@ -136,8 +136,8 @@ def test_scale_comes_from_the_catalog_or_a_probe(make_adapter):
 
 def test_a_tile_size_inside_the_overlap_is_refused(blur_upscaler):
     adapter = blur_upscaler()
-    with pytest.raises(InputError, match="'tile_size' must be 0 or more than 20"):
-        adapter.plan(100, 100, scale=4, tile_size=20)
+    with pytest.raises(InputError, match="'tile_size' must be 0 or more than 10"):
+        adapter.plan(100, 100, scale=4, tile_size=10)
 
 
 def test_the_memory_budget_decides_the_tile_size(make_adapter):

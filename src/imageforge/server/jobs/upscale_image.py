@@ -22,6 +22,8 @@ from ..models.upscale import UpscaleAdapter, UpscalePlan
 from .frame_loop import Report, stream_frames
 from .image_job import JobProgress, log_model_time, prepare_adapter
 
+OVERLAP_WARNING = 2.0  # work ratio above which a user-chosen tile size is worth a warning
+
 
 def run_upscale_image(context: Any, params: UpscaleImageParams) -> dict[str, str]:
     progress = JobProgress(context)
@@ -39,6 +41,12 @@ def run_upscale_image(context: Any, params: UpscaleImageParams) -> dict[str, str
         f"Upscaling {width}×{height} ×{params.scale} (model ×{plan.model_scale}): {grid.count} tile(s) of "
         f"{grid.tile}px, margin {grid.margin}, blend {grid.blend}, batch {plan.batch}, work ×{grid.work_ratio:.3f}"
     )
+    if params.tile_size and grid.work_ratio > OVERLAP_WARNING:
+        context.log(
+            f"Tile size {params.tile_size} repeats {grid.work_ratio - 1:.0%} of the work in tile overlaps; "
+            "0 (automatic) or a larger tile is faster.",
+            level="WARNING",
+        )
     out_size = (width * params.scale, height * params.scale)
 
     if source.kind is MediaKind.STILL:

@@ -108,8 +108,8 @@ class UpscaleAdapter(Adapter):
         smallest = -(-(overlap + 64) // TILE_MULTIPLE) * TILE_MULTIPLE
         limit = max(math.isqrt(self.budget // pixel_bytes) // TILE_MULTIPLE * TILE_MULTIPLE, smallest)
         if tile_size:
-            if tile_size <= 2 * overlap and tile_size < max(height, width):  # below that, overlap dominates
-                raise InputError(f"'tile_size' must be 0 or more than {2 * overlap} for {self.entry.label}.")
+            if tile_size <= overlap and tile_size < max(height, width):
+                raise InputError(f"'tile_size' must be 0 or more than {overlap} for {self.entry.label}.")
             tile = tile_size
         else:
             tile = choose_tile(height, width, limit=limit, overlap=overlap)
