@@ -23,7 +23,8 @@ from .client.runtime import make_runtime
 from .preferences import storage_root
 
 BUNDLED_TOOLS = PACKAGE_ROOT / "tools"  # the platform build puts uv[.exe] here (cli/build.py)
-DOWNLOADS_MODULE = f"{__package__}.client.downloads"
+DOWNLOADS_MODULE = f"{__package__}.client.model_setup"
+DOWNLOAD_FUNCTION = "download_required_models"
 
 _runtime: JobRuntime | None = None
 
@@ -45,12 +46,13 @@ def server_snapshot() -> dict[str, Any]:
 def download_default_models_after_setup(controller: Any) -> None:
     """BlendJob's post_setup hook: fetch the catalog's default models once the environment works.
 
-    The download function lives in the client package (another part of the project); until it exists this
-    hook does nothing, and the Models panel's Download buttons remain the way to get models.
+    The download itself is client code shared with the CLI (client/model_setup.py), imported lazily so the
+    add-on still registers if that module is missing or broken; the Models panel's Download buttons are then
+    the way to get models. A failed download does not fail the setup (see that module).
     """
     if importlib.util.find_spec(DOWNLOADS_MODULE) is None:
         return
-    download = getattr(importlib.import_module(DOWNLOADS_MODULE), "download_default_models", None)
+    download = getattr(importlib.import_module(DOWNLOADS_MODULE), DOWNLOAD_FUNCTION, None)
     if download is not None:
         download(controller)
 

@@ -21,15 +21,22 @@ def test_runtime_uses_the_post_setup_hook_and_pinned_timers(addon):
     assert rt._poll_server is rt._poll_server  # pinned: the same object on every access
 
 
+def test_post_setup_hook_is_the_clients_model_download(addon):
+    from imageforge import runtime
+    from imageforge.client import model_setup
+
+    assert getattr(model_setup, runtime.DOWNLOAD_FUNCTION) is model_setup.download_required_models
+
+
 def test_post_setup_hook_calls_the_client_download_function_when_it_exists(addon, monkeypatch):
     from imageforge import runtime
 
-    runtime.download_default_models_after_setup(object())  # absent today: nothing happens, nothing raises
     calls = []
     module = types.ModuleType(runtime.DOWNLOADS_MODULE)
     module.__spec__ = importlib.machinery.ModuleSpec(runtime.DOWNLOADS_MODULE, None)
-    module.download_default_models = calls.append
     monkeypatch.setitem(sys.modules, runtime.DOWNLOADS_MODULE, module)
+    runtime.download_default_models_after_setup(object())  # no download function: nothing happens
+    setattr(module, runtime.DOWNLOAD_FUNCTION, calls.append)
     controller = object()
     runtime.download_default_models_after_setup(controller)
     assert calls == [controller]
