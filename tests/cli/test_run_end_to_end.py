@@ -105,11 +105,13 @@ def test_failures_are_one_line_without_traceback(cli_env):
     assert "Unknown job 'make-coffee'" in unknown_job.stderr
 
 
-def test_a_job_not_built_yet_fails_clearly(cli_env, tmp_path):
+def test_a_job_whose_input_is_broken_fails_clearly(cli_env, tmp_path):
     image = tmp_path / "photo.png"
     image.write_bytes(b"not really a png")
     completed = imageforge("run", "generate-cutout-artifacts", f"input={image}", env=cli_env)
     assert completed.returncode == 1
     assert completed.stderr.strip().splitlines()[-1] == (
-        "imageforge: Cutout is not available yet in this version of ImageForge."
+        "imageforge: 'photo.png' is damaged or incomplete and cannot be read (not a recognisable image); "
+        "re-export or re-download it."
     )
+    assert "Traceback" not in completed.stderr

@@ -7,7 +7,7 @@ fails with a clear "not available yet" message.
 from __future__ import annotations
 
 from ...contract import JobId
-from . import debug_image_models, download_models, refine_selection, remove_background, upscale_image
+from . import cutout, debug_image_models, depth_plane, download_models, refine_selection, remove_background, upscale_image
 
 JOB_RUNNERS = {
     JobId.DOWNLOAD_MODEL: download_models.run_download_model,
@@ -17,4 +17,6 @@ JOB_RUNNERS = {
     JobId.REFINE_IMAGE_SELECTION: refine_selection.run_refine_selection,
     JobId.DEBUG_BEN2: debug_image_models.run_debug_ben2,
     JobId.DEBUG_UPSCALE: debug_image_models.run_debug_upscale,
+    JobId.GENERATE_DEPTH_PLANE_GEOMETRY: depth_plane.run_depth_plane,
+    JobId.GENERATE_CUTOUT_ARTIFACTS: cutout.run_cutout,
 }

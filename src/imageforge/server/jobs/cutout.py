@@ -1,0 +1,170 @@
+"""generate-cutout-artifacts: a region of a still as an RGBA cutout, its matte and, on request, its geometry.
+
+Only the models the request needs are loaded: none for a flat cutout without maps, BEN2 for `refine`, MoGe-2
+for `generate_depth` or a normal map. Every result is cropped to the bounds of the selection's matte:
+- `cutout`: RGBA PNG, the source colour with alpha = source alpha × selection matte (precision kept);
+- `selection_alpha`: 16-bit single-channel PNG of the selection matte (refined by BEN2 when `refine`);
+- `depth`, `depth_metadata`, `normal` as generate-depth-plane-geometry writes them, for the crop.
+
+Geometry is analysed on the whole image and cropped afterwards: MoGe-2's camera is the photo's camera, so a
+cutout keeps the focal length and gets its principal point shifted by the crop's origin, and the model sees
+the context around the object. A plain selection is rasterised with 4 × 4 samples per pixel, so a lasso's
+edge is anti-aliased instead of stair-stepped; a box gets its exact pixel coverage.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...contract import InputError, ModelUnavailableError
+from ...contract.catalog import Family
+from ...contract.jobs import CutoutParams, NormalMode, RefineImageSelectionParams
+from ...contract.parameters import Selection
+from ..media import open_input, write_png
+from ..models.ben2 import Ben2Adapter
+from ..models.display import display_pixels, over_black
+from .depth_plane import OutputSet, Region, analyse, load_geometry, write_geometry
+from .image_job import JobProgress, log_model_time, prepare_adapter
+from .refine_selection import refine_alpha
+
+SUPERSAMPLE = 4
+SAMPLES_PER_BAND = 1 << 22  # bounds the rasteriser's memory on large selections
+REFINE_PADDING = RefineImageSelectionParams.__dataclass_fields__["padding"].default
+VISIBLE = 1.0 / 512  # a refined matte below this is invisible even in 8 bits: outside the crop
+
+
+def run_cutout(context: Any, params: CutoutParams) -> dict[str, str]:
+    source = open_input(params.input, still_only=True)
+    size = (source.width, source.height)
+    if params.selection is not None:
+        check_overlap(params.selection, size)  # before any model is prepared or downloaded
+    progress = JobProgress(context)
+    geometry_wanted = params.generate_depth or params.normal_mode is not NormalMode.NONE
+    refiner = None
+    if params.refine:
+        refiner = prepare_adapter(context, progress, params.background_model, Family.BACKGROUND, params.device)
+        if not isinstance(refiner, Ben2Adapter):
+            raise ModelUnavailableError(f"{refiner.entry.label} cannot refine a selection; choose a BEN2 model.")
+    geometry = load_geometry(context, progress, params.geometry_model, params.device) if geometry_wanted else None
+    progress.stage(0.08, "Reading input")
+    image = source.read_still()
+    pixels = display_pixels(image)
+    if refiner is not None:
+        progress.stage(0.1, "Refining selection")
+        selection = params.selection or Selection(box=(0.0, 0.0, float(size[0]), float(size[1])))
+        matte = refine_alpha(
+            refiner, pixels, selection, REFINE_PADDING, params.max_input_size, last_run=True, log=context.log
+        )
+        matte[matte < VISIBLE] = 0.0
+    else:
+        matte = selection_coverage(params.selection, size)
+    region = matte_bounds(matte)
+    context.log(f"Cutout region {region} of {size[0]}×{size[1]}")
+    coverage = matte if pixels.shape[2] == 3 else matte * np.clip(pixels[..., 3], 0.0, 1.0)
+    result = None
+    if geometry is not None:
+        rgb = over_black(pixels)
+        result = analyse(progress, geometry, rgb, params.max_input_size, params.resolution_level)
+    rows, columns = region.slices
+    with OutputSet(Path(context.directory)) as outputs:
+        progress.stage(0.8, "Writing cutout")
+        rgba = np.concatenate([pixels[rows, columns, :3], coverage[rows, columns, None]], axis=2)
+        outputs.write("cutout", "cutout.png", lambda path: write_png(path, rgba, bits=image.sample_kind.png_bits))
+        progress.stage(0.82, "Writing selection alpha")
+        cropped = matte[rows, columns]
+        outputs.write("selection_alpha", "selection_alpha.png", lambda path: write_png(path, cropped, bits=16))
+        if result is not None:
+            write_geometry(
+                progress,
+                outputs,
+                result.frame,
+                source_size=size,
+                coverage=coverage,
+                region=region,
+                depth=params.generate_depth,
+                normals=params.normal_mode,
+            )
+    for adapter in (refiner, geometry):
+        if adapter is not None:
+            log_model_time(context, progress, adapter)
+    return outputs.result
+
+
+def check_overlap(selection: Selection, size: tuple[int, int]) -> None:
+    width, height = size
+    left, top, right, bottom = selection.bounds
+    if right <= 0 or bottom <= 0 or left >= width or top >= height:
+        raise InputError(f"The selection lies outside the image ({width}×{height} pixels); draw it over the image.")
+
+
+def matte_bounds(matte: np.ndarray) -> Region:
+    """The smallest box holding every pixel of the matte above zero; an empty matte is the user's problem."""
+    rows, columns = np.nonzero(matte.any(axis=1))[0], np.nonzero(matte.any(axis=0))[0]
+    if rows.size == 0:
+        raise InputError("The selection covers no pixel of the image; draw a larger selection over the image.")
+    return Region(int(columns[0]), int(rows[0]), int(columns[-1]) + 1, int(rows[-1]) + 1)
+
+
+def selection_coverage(selection: Selection | None, size: tuple[int, int]) -> np.ndarray:
+    """The fraction of each pixel (H, W) the selection covers; pixel (i, j) spans [i, i+1) × [j, j+1)."""
+    width, height = size
+    if selection is None:
+        return np.ones((height, width), np.float32)
+    check_overlap(selection, size)
+    coverage = np.zeros((height, width), np.float32)
+    left, top, right, bottom = selection.bounds
+    region = Region(max(0, math.floor(left)), max(0, math.floor(top)), min(width, math.ceil(right)),
+                    min(height, math.ceil(bottom)))  # fmt: skip
+    if selection.box is not None:
+        across = _overlap(np.arange(region.x0, region.x1), left, right)
+        down = _overlap(np.arange(region.y0, region.y1), top, bottom)
+        coverage[region.slices] = down[:, None] * across[None, :]
+    else:
+        points = np.asarray(selection.lasso, np.float64) - (region.x0, region.y0)
+        coverage[region.slices] = polygon_coverage(points, *region.size)
+    return coverage
+
+
+def _overlap(starts: np.ndarray, low: float, high: float) -> np.ndarray:
+    """How much of each unit interval [s, s+1) lies inside [low, high)."""
+    return np.clip(np.minimum(starts + 1.0, high) - np.maximum(starts, low), 0.0, 1.0).astype(np.float32)
+
+
+def polygon_coverage(points: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Even–odd polygon coverage (height, width) from SUPERSAMPLE² sample points per pixel, in row bands.
+
+    Per band, each edge toggles the samples to the right of where it crosses a sample row; the running parity
+    along the row is "inside". Half-open crossings (a row at exactly a vertex's height counts once) keep
+    shared vertices from cancelling.
+    """
+    s = SUPERSAMPLE
+    start, end = points, np.roll(points, -1, axis=0)
+    flat = start[:, 1] == end[:, 1]
+    start, end = start[~flat], end[~flat]
+    low, high = np.minimum(start[:, 1], end[:, 1]), np.maximum(start[:, 1], end[:, 1])
+    coverage = np.empty((height, width), np.float32)
+    band = max(1, SAMPLES_PER_BAND // (width * s * s))
+    for top in range(0, height, band):
+        rows_here = min(band, height - top)
+        first_row, stop_row = top * s, (top + rows_here) * s
+        # Sample row r has its centre at (r + 0.5) / s; an edge spans the rows whose centre is in [low, high).
+        first = np.clip(np.ceil(low * s - 0.5), first_row, stop_row).astype(np.int64)
+        stop = np.clip(np.ceil(high * s - 0.5), first_row, stop_row).astype(np.int64)
+        counts = np.maximum(stop - first, 0)
+        toggles = np.zeros((rows_here * s, width * s + 1), np.int32)
+        if counts.sum():
+            edge = np.repeat(np.arange(len(start)), counts)
+            offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+            rows = np.repeat(first, counts) + offsets
+            y = (rows + 0.5) / s
+            (ax, ay), (bx, by) = start[edge].T, end[edge].T
+            x = ax + (y - ay) * (bx - ax) / (by - ay)
+            columns = np.clip(np.ceil(x * s - 0.5), 0, width * s).astype(np.int64)
+            np.add.at(toggles, (rows - first_row, columns), 1)
+        inside = (np.cumsum(toggles, axis=1)[:, : width * s] & 1).astype(np.float32)
+        coverage[top : top + rows_here] = inside.reshape(rows_here, s, width, s).mean(axis=(1, 3))
+    return coverage

@@ -1,0 +1,255 @@
+"""generate-depth-plane-geometry: MoGe-2 metric geometry of one still, as the files Blender lands.
+
+The source is composited on black and analysed once (long edge ≤ `max_input_size`). Results (docs/jobs.md):
+- `depth`: float32 EXR at the analysed resolution, ZIP-compressed: R, G, B = camera-space X, Y, Z in metres
+  (OpenCV axes: x right, y down, z forward), A = source alpha × validity. Points rather than bare depth, so
+  the add-on needs no intrinsics to build the mesh and invalid pixels carry A = 0 instead of a magic value.
+- `depth_metadata`: JSON with `image_size` and `analysed_size` [w, h], pixel intrinsics `fx`, `fy`, `cx`,
+  `cy` at the source size, and `reference_depth` (median of the kept pixels, metres) for placing the plane.
+- `normal`: RGB PNG at the source size, (n + 1) / 2 of camera-space normals (OpenCV axes, as the add-on
+  expects), masked pixels flat (0.5, 0.5, 1).
+
+The writers here are shared with the cutout job, which passes a region (its selection's bounds) and a
+coverage (alpha × selection): every result is then cropped to that region, intrinsics included.
+
+Cancellation is checked between the model run and each writer. A writer writes under a temporary name
+(media/atomic.py), and `OutputSet` deletes what earlier writers finished if a later one fails or the job is
+cancelled, so a job never leaves a depth file without its metadata.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...contract import InputError, ModelUnavailableError
+from ...contract.catalog import Family
+from ...contract.jobs import DepthPlaneParams, NormalMode
+from ..geometry.frame import GeometryFrame
+from ..media import Image, open_input, resize, write_exr, write_json, write_png
+from ..models.display import display_pixels, over_black
+from ..models.moge2 import MoGe2Adapter, MoGeResult
+from .image_job import JobProgress, log_model_time, prepare_adapter
+
+FLAT = np.array([0.5, 0.5, 1.0], np.float32)  # the encoded colour of masked normal-map pixels
+KEEP = 0.5  # coverage above which a pixel counts as part of the result
+
+
+def run_depth_plane(context: Any, params: DepthPlaneParams) -> dict[str, str]:
+    source = open_input(params.input, still_only=True)  # headers only: a bad file fails before any download
+    progress = JobProgress(context)
+    adapter = load_geometry(context, progress, params.model, params.device)
+    progress.stage(0.08, "Reading input")
+    image = source.read_still()
+    rgb = over_black(display_pixels(image))
+    result = analyse(progress, adapter, rgb, params.max_input_size, params.resolution_level)
+    with OutputSet(Path(context.directory)) as outputs:
+        write_geometry(
+            progress,
+            outputs,
+            result.frame,
+            source_size=image.size,
+            coverage=alpha_of(image),
+            region=Region.whole(image.size),
+            depth=True,
+            normals=NormalMode.OBJECT,
+        )
+    log_model_time(context, progress, adapter)
+    return outputs.result
+
+
+def load_geometry(context: Any, progress: JobProgress, model: str | None, device: Any) -> MoGe2Adapter:
+    adapter = prepare_adapter(context, progress, model, Family.GEOMETRY, device)
+    if not isinstance(adapter, MoGe2Adapter):
+        raise ModelUnavailableError(f"{adapter.entry.label} is not a MoGe-2 model; choose a geometry model.")
+    return adapter
+
+
+def analyse(
+    progress: JobProgress, adapter: MoGe2Adapter, rgb: np.ndarray, max_input_size: int, resolution_level: int
+) -> MoGeResult:
+    """Run MoGe-2 once on display RGB composited over black, with a progress stage before and a check after."""
+    progress.stage(0.1, f"Running {adapter.entry.label}")
+    result = adapter.analyse(rgb, max_input_size=max_input_size, resolution_level=resolution_level)
+    progress.context.log(
+        f"Analysed {result.analysed_size[0]}×{result.analysed_size[1]} with {result.num_tokens} tokens; "
+        f"valid {result.frame.valid.mean():.1%}; timings { ({k: round(v, 3) for k, v in result.timings.items()}) }"
+    )
+    progress.stage(0.8, "Writing result")
+    return result
+
+
+def alpha_of(image: Image) -> np.ndarray | None:
+    """The source's straight alpha (H, W) in [0, 1], or None for an opaque image."""
+    if not image.has_alpha:
+        return None
+    return np.clip(image.straight().pixels[..., 3], 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Region:
+    """A box of whole pixels, end-exclusive: columns x0 … x1 − 1 and rows y0 … y1 − 1."""
+
+    x0: int
+    y0: int
+    x1: int
+    y1: int
+
+    @classmethod
+    def whole(cls, size: tuple[int, int]) -> Region:
+        return cls(0, 0, size[0], size[1])
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return (self.x1 - self.x0, self.y1 - self.y0)
+
+    @property
+    def slices(self) -> tuple[slice, slice]:
+        return slice(self.y0, self.y1), slice(self.x0, self.x1)
+
+    def scaled(self, size: tuple[int, int], target: tuple[int, int]) -> Region:
+        """The smallest box of `target`-size pixels covering this box of `size`-size pixels."""
+        sx, sy = target[0] / size[0], target[1] / size[1]
+        x0, y0 = math.floor(self.x0 * sx + 1e-9), math.floor(self.y0 * sy + 1e-9)
+        x1, y1 = math.ceil(self.x1 * sx - 1e-9), math.ceil(self.y1 * sy - 1e-9)
+        return Region(max(0, x0), max(0, y0), min(target[0], max(x1, x0 + 1)), min(target[1], max(y1, y0 + 1)))
+
+
+class OutputSet:
+    """A job's result files. Leaving the block with an exception deletes every file it wrote."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.result: dict[str, str] = {}
+
+    def write(self, name: str, filename: str, writer: Callable[[Path], object]) -> None:
+        self.result[name] = filename
+        writer(self.directory / filename)
+
+    def __enter__(self) -> OutputSet:
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        if kind is not None:
+            for filename in self.result.values():
+                (self.directory / filename).unlink(missing_ok=True)
+            self.result.clear()
+
+
+def write_geometry(
+    progress: JobProgress,
+    outputs: OutputSet,
+    frame: GeometryFrame,
+    *,
+    source_size: tuple[int, int],
+    coverage: np.ndarray | None,
+    region: Region,
+    depth: bool,
+    normals: NormalMode,
+) -> None:
+    """Write `depth` + `depth_metadata` and/or `normal` for `region` of the source; `coverage` is (H, W) or None."""
+    analysed_size = frame.size
+    area = region.scaled(source_size, analysed_size)
+    weight = frame.valid.astype(np.float32)
+    if coverage is not None:
+        scaled = coverage if analysed_size == source_size else np.clip(resize(coverage, analysed_size), 0.0, 1.0)
+        weight *= scaled
+    if depth:
+        rows, columns = area.slices
+        points, kept = frame.points[rows, columns], weight[rows, columns]
+        progress.stage(0.84, "Writing depth")
+        channels = {"R": points[..., 0], "G": points[..., 1], "B": points[..., 2], "A": kept}
+        outputs.write("depth", "depth.exr", lambda path: write_exr(path, channels))
+        progress.stage(0.88, "Writing depth metadata")
+        metadata = depth_metadata(frame, source_size, region, area, kept)
+        outputs.write("depth_metadata", "depth_metadata.json", lambda path: write_json(path, metadata))
+    if normals is not NormalMode.NONE:
+        progress.stage(0.9, "Writing normal map")
+        encoded = normal_map(frame, source_size, region, coverage, normals)
+        outputs.write("normal", "normal.png", lambda path: write_png(path, encoded))
+
+
+def depth_metadata(
+    frame: GeometryFrame, source_size: tuple[int, int], region: Region, area: Region, kept: np.ndarray
+) -> dict[str, Any]:
+    """The JSON of docs/jobs.md for `region`: intrinsics in source pixels, shifted to the region's origin."""
+    pixels = frame.intrinsics.in_pixels(*source_size)
+    depth = frame.depth[area.slices]
+    valid = frame.valid[area.slices]
+    # The region's kept pixels; else its valid ones; else the whole image's (a cutout of sky still gets a plane).
+    for values, chosen in ((depth, valid & (kept > KEEP)), (depth, valid), (frame.depth, frame.valid)):
+        if chosen.any():
+            reference = float(np.median(values[chosen]))
+            break
+    else:
+        raise InputError("The geometry model found no usable depth in this image; try a clearer photo.")
+    return {
+        "image_size": list(region.size),
+        "analysed_size": list(area.size),
+        "fx": pixels["fx"],
+        "fy": pixels["fy"],
+        "cx": pixels["cx"] - region.x0,
+        "cy": pixels["cy"] - region.y0,
+        "reference_depth": reference,
+    }
+
+
+def normal_map(
+    frame: GeometryFrame,
+    source_size: tuple[int, int],
+    region: Region,
+    coverage: np.ndarray | None,
+    mode: NormalMode,
+) -> np.ndarray:
+    """(h, w, 3) encoded normals of `region` at the source resolution.
+
+    OBJECT: camera-space normals in OpenCV axes (the add-on turns them into Blender's camera axes). TANGENT:
+    relative to a flat card facing the camera, in Blender's tangent convention (x right, y up, z out of the
+    card), which is the OpenCV normal with y and z negated. Masked pixels are flat (0.5, 0.5, 1) either way.
+    """
+    normal, valid = sample_at_source(frame, source_size, region)
+    keep = valid > KEEP
+    if coverage is not None:
+        keep &= coverage[region.slices] > KEEP
+    if mode is NormalMode.TANGENT:
+        normal = normal * np.array([1.0, -1.0, -1.0], np.float32)
+    encoded = (normal + 1.0) / 2.0
+    encoded[~keep] = FLAT
+    return encoded
+
+
+def sample_at_source(
+    frame: GeometryFrame, source_size: tuple[int, int], region: Region
+) -> tuple[np.ndarray, np.ndarray]:
+    """Unit normals (h, w, 3) and validity (h, w) in [0, 1] at the source pixels of `region`.
+
+    Bilinear at the exact source pixel centres, evaluated for the region only: a small cutout of a large photo
+    never resamples the whole map, and the crop lines up with the source to a fraction of a pixel.
+    """
+    if frame.size == source_size:
+        rows, columns = region.slices
+        return frame.normal[rows, columns], frame.valid[rows, columns].astype(np.float32)
+    (width, height), (analysed_w, analysed_h) = source_size, frame.size
+    xs = (np.arange(region.x0, region.x1) + 0.5) * analysed_w / width - 0.5
+    ys = (np.arange(region.y0, region.y1) + 0.5) * analysed_h / height - 0.5
+    stacked = np.concatenate([frame.normal, frame.valid[..., None].astype(np.float32)], axis=2)
+    sampled = _bilinear(stacked, xs, ys)
+    normal = sampled[..., :3]
+    normal /= np.maximum(np.linalg.norm(normal, axis=-1, keepdims=True), 1e-12)
+    return normal.astype(np.float32), sampled[..., 3]
+
+
+def _bilinear(plane: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    height, width = plane.shape[:2]
+    xs, ys = np.clip(xs, 0, width - 1), np.clip(ys, 0, height - 1)
+    left, top = np.floor(xs).astype(int), np.floor(ys).astype(int)
+    right, bottom = np.minimum(left + 1, width - 1), np.minimum(top + 1, height - 1)
+    fx, fy = (xs - left)[None, :, None], (ys - top)[:, None, None]
+    upper = plane[np.ix_(top, left)] * (1 - fx) + plane[np.ix_(top, right)] * fx
+    lower = plane[np.ix_(bottom, left)] * (1 - fx) + plane[np.ix_(bottom, right)] * fx
+    return (upper * (1 - fy) + lower * fy).astype(np.float32)
