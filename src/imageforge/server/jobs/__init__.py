@@ -7,7 +7,15 @@ fails with a clear "not available yet" message.
 from __future__ import annotations
 
 from ...contract import JobId
-from . import cutout, debug_image_models, depth_plane, download_models, refine_selection, remove_background, upscale_image
+from . import (
+    cutout,
+    debug_image_models,
+    depth_plane,
+    download_models,
+    refine_selection,
+    remove_background,
+    upscale_image,
+)
 
 JOB_RUNNERS = {
     JobId.DOWNLOAD_MODEL: download_models.run_download_model,
