@@ -19,7 +19,7 @@ from ..scene.materials import normal_image, photo_material
 from ..scene.objects import camera_object, grid_mesh_object, placement, select_only
 from ..scene.pixels import read_data_file
 from .base import ImageForgeJobOperator
-from .image_jobs import ImageTool, parse_selection, selection_property
+from .image_jobs import ImageTool, parse_selection, selection_property, start_drawing
 
 CUTOUT_SIZE = 1.0  # metres along the longer side of a flat cutout
 
@@ -64,11 +64,13 @@ class IMAGEFORGE_OT_depth_plane(ImageTool, ImageForgeJobOperator, bpy.types.Oper
 
     def land(self, context: bpy.types.Context, result: JobResult) -> str:
         image = self.landed_image()
+        # Read and check every result before creating anything, so a bad file leaves the scene as it was.
         points, weight = read_depth(result)
         intrinsics = read_metadata(result.file("depth_metadata")).scaled(*image.size)
         grid = depth_grid(points, weight, self.subdivisions)
         if len(grid.faces) == 0:
             raise InputError("The depth map has no valid pixels; try another image or a higher resolution level.")
+        normal = normal_image(result.file("normal"), f"{image.name} Normal", camera_space=True)
         depths = -grid.vertices[:, 2]
         matrix = placement(context)
         camera = camera_object(
@@ -80,7 +82,6 @@ class IMAGEFORGE_OT_depth_plane(ImageTool, ImageForgeJobOperator, bpy.types.Oper
             focus=intrinsics.reference_depth,
         )
         plane = grid_mesh_object(context, f"{image.name} Depth Plane", grid, matrix)
-        normal = normal_image(result.file("normal"), f"{image.name} Normal", camera_space=True)
         plane.data.materials.append(photo_material(f"{image.name} Depth Plane", image, normal=normal))
         select_only(context, plane, camera)
         return (
@@ -108,7 +109,7 @@ class IMAGEFORGE_OT_cutout(ImageTool, ImageForgeJobOperator, bpy.types.Operator)
 
     def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
         if not self.selection:
-            return bpy.ops.imageforge.draw_selection("INVOKE_DEFAULT", action="CUTOUT")
+            return start_drawing(self, "CUTOUT", displace=self.displace)
         return self.execute(context)
 
     def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
@@ -140,7 +141,6 @@ class IMAGEFORGE_OT_cutout(ImageTool, ImageForgeJobOperator, bpy.types.Operator)
             grid, matrix = flat_grid(alpha, self.subdivisions, CUTOUT_SIZE), placement(context)
         if len(grid.faces) == 0:
             raise InputError("The selection is empty after cutting out; draw a larger region.")
-        obj = grid_mesh_object(context, name, grid, matrix, smooth=self.displace)
         cutout = bpy.data.images.load(str(result.file("cutout")), check_existing=False)
         cutout.name = name
         cutout.pack()
@@ -149,6 +149,7 @@ class IMAGEFORGE_OT_cutout(ImageTool, ImageForgeJobOperator, bpy.types.Operator)
             camera_space = self._normal_mode is NormalMode.OBJECT
             normal = normal_image(result.file("normal"), f"{name} Normal", camera_space=camera_space)
         space = "OBJECT" if self._normal_mode is NormalMode.OBJECT else "TANGENT"
+        obj = grid_mesh_object(context, name, grid, matrix, smooth=self.displace)
         obj.data.materials.append(photo_material(name, cutout, normal=normal, normal_space=space))
         select_only(context, obj)
         return f"Cutout '{obj.name}': {len(grid.vertices)} vertices"

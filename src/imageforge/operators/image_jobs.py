@@ -57,6 +57,15 @@ class ImageTool:
         return image
 
 
+def start_drawing(operator: bpy.types.Operator, action: str, **options: Any) -> set[str]:
+    """Hand over to the selection drawer, which runs `operator` again with the drawn selection."""
+    if not bpy.ops.imageforge.draw_selection.poll():
+        operator.report({"WARNING"}, "Draw the selection in the Image Editor or the 3D Viewport (sidebar, Tools)")
+        return {"CANCELLED"}
+    bpy.ops.imageforge.draw_selection("INVOKE_DEFAULT", action=action, **options)
+    return {"FINISHED"}
+
+
 def selection_property() -> Any:
     return bpy.props.StringProperty(
         name="Selection",
@@ -177,7 +186,7 @@ class IMAGEFORGE_OT_refine_selection(ImageTool, ImageForgeJobOperator, bpy.types
 
     def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
         if not self.selection:  # from F3 or a menu: draw the region first
-            return bpy.ops.imageforge.draw_selection("INVOKE_DEFAULT", action="REFINE")
+            return start_drawing(self, "REFINE")
         return self.execute(context)
 
     def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
