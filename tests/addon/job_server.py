@@ -25,6 +25,7 @@ class RecordingJobServer:
         self.submitted: list[tuple[str, dict[str, Any]]] = []
         self.results: dict[str, dict[str, Any]] = {}
         self.completed: list[str] = []
+        self.cleared: list[str] = []
         self.snapshot = {"state": "READY", "message": "Ready", "resources": {}}
 
     def submit(self, job_type: str, parameters: dict[str, Any]) -> dict[str, str]:
@@ -50,6 +51,10 @@ class RecordingJobServer:
 
     def mark_job_complete(self, job_id: str) -> None:
         self.completed.append(job_id)
+
+    def clear_resource(self, name: str) -> dict[str, str]:
+        self.cleared.append(name)
+        return {"resource": name, "state": "cleared"}
 
     # What BlendJob's runtime calls on its controller during unregister and polling.
     def detach(self) -> None: ...
