@@ -12,6 +12,7 @@ from . import (
     debug_image_models,
     depth_plane,
     download_models,
+    multiview_cameras,
     refine_selection,
     remove_background,
     upscale_image,
@@ -27,4 +28,5 @@ JOB_RUNNERS = {
     JobId.DEBUG_UPSCALE: debug_image_models.run_debug_upscale,
     JobId.GENERATE_DEPTH_PLANE_GEOMETRY: depth_plane.run_depth_plane,
     JobId.GENERATE_CUTOUT_ARTIFACTS: cutout.run_cutout,
+    JobId.GENERATE_MULTIVIEW_CAMERAS: multiview_cameras.run_multiview,
 }

@@ -1,0 +1,254 @@
+"""generate-multiview-cameras: Depth Anything 3 over a video or frame sequence → one camera path and per-frame depth.
+
+Memory guard. The ONNX exports compute global attention naively, so one run over N views at S px needs about
+heads × (N × (S/14)²)² × 4 bytes (geometry/attention.py). That is estimated before any frame is decoded: above
+`memory_budget_gib` the job refuses with a message that says how many frames would fit, or, with `windowed`,
+splits the sequence into overlapping windows of as many frames as fit.
+
+Windows. Each window has its own world and scale. Window k+1 shares its first frames with window k; the
+similarity that maps the shared cameras of k+1 onto those of k (geometry/alignment.py) is applied to all of
+k+1's cameras and its depth is scaled by the same factor, so the whole sequence ends up in the first
+window's world: one consistent path.
+
+Results (docs/jobs.md):
+- `cameras` (cameras.json): per frame, world-to-camera 3×4 extrinsics [R | t] with OpenCV camera axes (x right,
+  y down, z forward), the world being the first frame's camera, and pixel intrinsics fx, fy, cx, cy at the
+  source size; translations and depth share the model's units.
+- `depth` (depth.npz): float32 `depth` and `confidence` [frames, height, width] at the source size, and the
+  source frame numbers `frames`. They are streamed through memory-mapped .npy files into the archive, so a
+  long 4K sequence never needs all its depth maps in memory at once.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...contract import InputError, ModelUnavailableError, ResourceExhaustedError
+from ...contract.catalog import Family
+from ...contract.jobs import MultiviewParams
+from ..geometry.alignment import align_windows
+from ..geometry.attention import GIB, AttentionEstimate
+from ..media import MediaKind, MediaSource, atomic_file, open_input, write_json
+from ..models.da3 import DepthAnything3Adapter, Letterbox, ViewsResult
+from ..models.display import display_pixels, over_black
+from .depth_plane import OutputSet
+from .image_job import JobProgress, log_model_time, prepare_adapter
+
+MIN_WINDOW = 3  # two shared frames to align through, and at least one new frame per window
+CONVENTION = (
+    "world-to-camera [R | t], OpenCV camera axes (x right, y down, z forward); "
+    "the world is the first frame's camera; translations in the model's depth units"
+)
+
+
+@dataclass(frozen=True)
+class Views:
+    """Letterboxed frames ready for the model, and where each picture sits in its square."""
+
+    tensors: list[np.ndarray]  # (3, S, S) float16 each: half the memory, far below the model's precision
+    placements: list[Letterbox]
+    numbers: list[int]  # source frame numbers
+    source_size: tuple[int, int]
+
+
+def run_multiview(context: Any, params: MultiviewParams) -> dict[str, str]:
+    source = open_input(params.input)
+    expected = selected_count(source, params.frame_step, params.max_frames)
+    progress = JobProgress(context)
+    adapter = load_multiview(context, progress, params.model, params.device)
+    if not adapter.has_cameras:
+        raise ModelUnavailableError(
+            f"{adapter.entry.label} predicts depth only; camera paths need a Depth Anything 3 export with cameras."
+        )
+    plan_windows(adapter, expected, params.memory_budget_gib, params.windowed)  # refuse before decoding
+    views = read_views(progress, source, adapter, params.frame_step, params.max_frames)
+    windows = plan_windows(adapter, len(views.numbers), params.memory_budget_gib, params.windowed)
+    context.log(f"{len(views.numbers)} frames in {len(windows)} window(s): {[(w.start, w.stop - 1) for w in windows]}")
+    directory = Path(context.directory)
+    frames, (width, height) = len(views.numbers), views.source_size
+    with tempfile.TemporaryDirectory(dir=directory, prefix=".depth-") as scratch, OutputSet(directory) as outputs:
+        members = {name: Path(scratch) / f"{name}.npy" for name in ("depth", "confidence", "frames")}
+        depth, confidence = (
+            np.lib.format.open_memmap(members[name], mode="w+", dtype=np.float32, shape=(frames, height, width))
+            for name in ("depth", "confidence")
+        )
+        extrinsics, intrinsics = solve_windows(progress, adapter, views, windows, depth, confidence)
+        depth.flush()
+        confidence.flush()
+        del depth, confidence  # unmapped before the archive reads the files
+        np.save(members["frames"], np.asarray(views.numbers, np.int64))
+        progress.stage(0.9, "Writing result")
+        document = cameras_document(adapter, views, windows, extrinsics, intrinsics)
+        outputs.write("cameras", "cameras.json", lambda path: write_json(path, document))
+        progress.stage(0.92, "Writing depth")
+        outputs.write("depth", "depth.npz", lambda path: stream_npz(path, members))
+    log_model_time(context, progress, adapter)
+    return outputs.result
+
+
+def load_multiview(context: Any, progress: JobProgress, model: str | None, device: Any) -> DepthAnything3Adapter:
+    adapter = prepare_adapter(context, progress, model, Family.MULTIVIEW, device)
+    if not isinstance(adapter, DepthAnything3Adapter):
+        raise ModelUnavailableError(f"{adapter.entry.label} is not a Depth Anything 3 model.")
+    return adapter
+
+
+def selected_count(source: MediaSource, step: int, max_frames: int) -> int:
+    """How many frames the job will use; a still or a one-frame selection is the user's mistake."""
+    if source.kind is MediaKind.STILL:
+        raise InputError(
+            f"'{source.path.name}' is a single image; camera paths need a video or a frame sequence of two or more."
+        )
+    count = -(-source.frame_count // step)
+    if max_frames:
+        count = min(count, max_frames)
+    if count < 2:
+        raise InputError(
+            f"'{source.path.name}' gives {count} frame at frame step {step}; camera paths need two or more frames."
+        )
+    return count
+
+
+def plan_windows(adapter: DepthAnything3Adapter, count: int, budget_gib: float, windowed: bool) -> list[range]:
+    """One window of every frame when its attention fits the budget, else overlapping windows (or a refusal)."""
+    estimate = adapter.attention(count)
+    if estimate.bytes <= budget_gib * GIB:
+        return [range(count)]
+    if not windowed:
+        raise ResourceExhaustedError(estimate.over_budget_message(budget_gib))
+    size = estimate.max_views(budget_gib * GIB)
+    if size < MIN_WINDOW:
+        needed = AttentionEstimate(MIN_WINDOW, adapter.size, adapter.heads).bytes / GIB
+        raise ResourceExhaustedError(
+            f"Windowed processing needs {MIN_WINDOW} frames per window, which at {adapter.size} px takes about "
+            f"{needed:.2f} GiB of attention memory: raise the memory budget to at least that."
+        )
+    overlap = min(size - 1, max(2, size // 3))
+    windows, start = [], 0
+    while start + size < count:
+        windows.append(range(start, start + size))
+        start += size - overlap
+    windows.append(range(count - size, count))  # the last window ends on the last frame, sharing more if need be
+    return windows
+
+
+def read_views(
+    progress: JobProgress, source: MediaSource, adapter: DepthAnything3Adapter, step: int, max_frames: int
+) -> Views:
+    """Decode every `step`-th frame (at most `max_frames`, 0 = all) and letterbox it for the model."""
+    tensors, placements, numbers = [], [], []
+    total = selected_count(source, step, max_frames)
+    for frame in source.frames():
+        if frame.index % step:
+            continue
+        progress.stage(0.1 + 0.2 * len(numbers) / total, f"Reading frame {len(numbers) + 1}/{total}")
+        tensor, placement = adapter.letterbox(over_black(display_pixels(frame.image)))
+        tensors.append(tensor.astype(np.float16))
+        placements.append(placement)
+        numbers.append(frame.number)
+        if max_frames and len(numbers) >= max_frames:
+            break
+    if len(numbers) < 2:
+        raise InputError(f"'{source.path.name}' holds fewer than two readable frames; camera paths need two or more.")
+    return Views(tensors, placements, numbers, (source.width, source.height))
+
+
+def solve_windows(
+    progress: JobProgress,
+    adapter: DepthAnything3Adapter,
+    views: Views,
+    windows: list[range],
+    depth: np.ndarray,
+    confidence: np.ndarray,
+) -> tuple[np.ndarray, list[dict[str, float]]]:
+    """Run every window, bring each into the first window's world, fill `depth` and `confidence` in place.
+
+    Returns world-to-camera extrinsics (frames × 3 × 4) re-based on the first frame, and source-pixel intrinsics.
+    """
+    count = len(views.numbers)
+    extrinsics = np.zeros((count, 3, 4))
+    intrinsics: list[dict[str, float]] = [{}] * count
+    done = np.zeros(count, bool)
+    previous: ViewsResult | None = None
+    previous_window: range | None = None
+    scale = 1.0
+    for number, window in enumerate(windows):
+        progress.stage(0.3 + 0.5 * number / len(windows), f"Running model: window {number + 1}/{len(windows)}")
+        batch = np.stack([views.tensors[index].astype(np.float32) for index in window])
+        result = adapter.infer(batch, last_run=number == len(windows) - 1)
+        poses = result.extrinsics
+        assert poses is not None and result.intrinsics is not None
+        if previous is not None and previous_window is not None:
+            progress.stage(0.3 + 0.5 * (number + 0.5) / len(windows), "Aligning windows")
+            shared = [index for index in window if index in previous_window]
+            mine = [window.index(index) for index in shared]
+            similarity = align_windows(
+                extrinsics[shared],
+                poses[mine],
+                reference_depth=_picture(views, shared[0], previous.depth[previous_window.index(shared[0])]) * scale,
+                moving_depth=_picture(views, shared[0], result.depth[mine[0]]),
+            )
+            poses = similarity.apply_to_extrinsics(poses)
+            scale = similarity.scale
+        for position, index in enumerate(window):
+            if done[index]:
+                continue
+            placement = views.placements[index]
+            extrinsics[index] = poses[position]
+            intrinsics[index] = placement.intrinsics_to_source(result.intrinsics[position])
+            depth[index] = placement.crop_to_source(result.depth[position]) * scale
+            confidence[index] = (
+                placement.crop_to_source(result.confidence[position]) if result.confidence is not None else 1.0
+            )
+            done[index] = True
+        previous, previous_window = result, window
+    return rebase_on_first(extrinsics), intrinsics
+
+
+def _picture(views: Views, index: int, plane: np.ndarray) -> np.ndarray:
+    return views.placements[index].crop(plane)
+
+
+def rebase_on_first(extrinsics: np.ndarray) -> np.ndarray:
+    """World-to-camera extrinsics re-expressed with the first camera as the world (a rigid change: depth stays)."""
+    first = np.eye(4)
+    first[:3] = extrinsics[0]
+    homogeneous = np.concatenate([extrinsics, np.tile([[[0.0, 0.0, 0.0, 1.0]]], (len(extrinsics), 1, 1))], axis=1)
+    return (homogeneous @ np.linalg.inv(first))[:, :3]
+
+
+def cameras_document(
+    adapter: DepthAnything3Adapter,
+    views: Views,
+    windows: list[range],
+    extrinsics: np.ndarray,
+    intrinsics: list[dict[str, float]],
+) -> dict[str, Any]:
+    return {
+        "convention": CONVENTION,
+        "model": adapter.entry.key,
+        "image_size": list(views.source_size),
+        "model_size": adapter.size,
+        "windows": [[window.start, window.stop - 1] for window in windows],
+        "frames": [
+            {"frame": number, "extrinsics": np.round(pose, 9).tolist(), "intrinsics": camera}
+            for number, pose, camera in zip(views.numbers, extrinsics, intrinsics, strict=True)
+        ],
+    }
+
+
+def stream_npz(path: Path, members: dict[str, Path]) -> Path:
+    """Atomically pack existing .npy files into an .npz (deflated, fast level) without loading them."""
+    with (
+        atomic_file(path) as temporary,
+        zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive,
+    ):
+        for name, member in members.items():
+            archive.write(member, arcname=f"{name}.npy")
+    return path

@@ -1,0 +1,167 @@
+"""generate-multiview-cameras on the kit Depth Anything 3 model, whose cameras are known.
+
+Within one run the kit model puts view i at world-to-camera [I | (0.1·i, 0, 0)] with a 56 px focal in its
+56 px square, and depth = 3 + the view's mean normalised colour. A window therefore restarts its path at the
+origin: only a correct alignment through the shared frames turns six windows back into one straight path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from imageforge.client.runtime import run_job
+from imageforge.contract import JobId
+from imageforge.server.models.da3 import IMAGENET_MEAN, IMAGENET_STD
+from tests.kit.onnx_models import build_da3
+
+from .geometry_kit import (  # noqa: F401  (fixtures)
+    catalog_entry,
+    jobs_fixture,
+    model_path,
+    real_server_fixture,
+    use_catalog_fixture,
+    write_rgba,
+)
+
+JOB = JobId.GENERATE_MULTIVIEW_CAMERAS
+BASELINE = 0.1
+
+
+def colours(count: int) -> np.ndarray:
+    return np.random.default_rng(7).random((count, 3), dtype=np.float32)
+
+
+def expected_depth(colour: np.ndarray) -> float:
+    return 3.0 + float(((colour - IMAGENET_MEAN) / IMAGENET_STD).mean())
+
+
+@pytest.fixture
+def sequence(tmp_path: Path) -> tuple[Path, np.ndarray]:
+    """Eight 64 × 48 frames, frame_0001.png … frame_0008.png, each one uniform colour."""
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    palette = colours(8)
+    for number, colour in enumerate(palette, start=1):
+        write_rgba(folder / f"frame_{number:04d}.png", np.broadcast_to(colour, (48, 64, 3)))
+    quantised = np.round(palette * 255) / 255
+    return folder, quantised
+
+
+@pytest.fixture
+def da3_catalog(use_catalog, storage_root: Path):
+    def install(*, cameras: bool = True, **options) -> None:
+        use_catalog([catalog_entry("KIT_DA3", "multiview", "da3", **options)])
+        build_da3(model_path(storage_root, "KIT_DA3"), size=56, cameras=cameras, baseline=BASELINE)
+
+    return install
+
+
+def straight_path(count: int) -> np.ndarray:
+    path = np.tile(np.eye(3, 4), (count, 1, 1))
+    path[:, 0, 3] = BASELINE * np.arange(count)
+    return path
+
+
+def check_depth(outcome, palette: np.ndarray, numbers: list[int]) -> None:
+    with np.load(outcome.file("depth")) as archive:
+        assert set(archive.files) == {"depth", "confidence", "frames"}
+        depth, confidence, frames = archive["depth"], archive["confidence"], archive["frames"]
+    assert depth.shape == confidence.shape == (len(numbers), 48, 64) and depth.dtype == np.float32
+    assert frames.tolist() == numbers
+    for index, number in enumerate(numbers):
+        np.testing.assert_allclose(depth[index], expected_depth(palette[number - 1]), atol=2e-3)
+    np.testing.assert_allclose(confidence, 1.0, atol=1e-5)
+
+
+def test_one_run_gives_the_known_cameras_in_source_pixels(jobs, da3_catalog, sequence):
+    da3_catalog()
+    folder, palette = sequence
+    outcome = jobs.run(JOB, {"input": str(folder), "device": "cpu"})
+    assert outcome.state == "succeeded", outcome.error
+    cameras = json.loads(outcome.file("cameras").read_text())
+    assert cameras["image_size"] == [64, 48] and cameras["windows"] == [[0, 7]]
+    assert "world-to-camera" in cameras["convention"] and "OpenCV" in cameras["convention"]
+    assert [frame["frame"] for frame in cameras["frames"]] == list(range(1, 9))
+    np.testing.assert_allclose([frame["extrinsics"] for frame in cameras["frames"]], straight_path(8), atol=1e-6)
+    for frame in cameras["frames"]:  # 56 px focal in the 56 px square = 64 px in the 64 × 48 frame, centred
+        assert frame["intrinsics"] == pytest.approx({"fx": 64.0, "fy": 64.0, "cx": 32.0, "cy": 24.0})
+    check_depth(outcome, palette, list(range(1, 9)))
+    assert "Aligning windows" not in outcome.messages
+    assert not [path for path in outcome.directory.iterdir() if path.name.startswith(".")]  # scratch removed
+
+
+def test_windows_are_aligned_into_one_camera_path(jobs, da3_catalog, sequence):
+    da3_catalog(attention_heads=5000)  # 4 views of 16 patches fit in 0.1 GiB, 5 do not
+    folder, palette = sequence
+    outcome = jobs.run(JOB, {"input": str(folder), "windowed": True, "memory_budget_gib": 0.1, "device": "cpu"})
+    assert outcome.state == "succeeded", outcome.error
+    cameras = json.loads(outcome.file("cameras").read_text())
+    assert cameras["windows"] == [[0, 3], [2, 5], [4, 7]]
+    np.testing.assert_allclose(
+        [frame["extrinsics"] for frame in cameras["frames"]], straight_path(8), atol=1e-6
+    )  # float32 outputs
+    check_depth(outcome, palette, list(range(1, 9)))
+    assert outcome.messages.count("Aligning windows") == 2
+
+
+def test_frame_step_and_max_frames_choose_the_frames(jobs, da3_catalog, sequence):
+    da3_catalog()
+    folder, palette = sequence
+    outcome = jobs.run(JOB, {"input": str(folder), "frame_step": 3, "max_frames": 2})
+    assert outcome.state == "succeeded", outcome.error
+    cameras = json.loads(outcome.file("cameras").read_text())
+    assert [frame["frame"] for frame in cameras["frames"]] == [1, 4]
+    check_depth(outcome, palette, [1, 4])
+
+
+def test_over_the_budget_is_refused_with_what_fits_before_reading_frames(jobs, da3_catalog, sequence):
+    da3_catalog(attention_heads=5000)
+    outcome = jobs.run(JOB, {"input": str(sequence[0]), "memory_budget_gib": 0.1})
+    assert outcome.state == "failed"
+    assert outcome.error.startswith("8 frames at 56 px need about 0.3 GiB of attention memory (budget 0.1 GiB)")
+    assert outcome.error.endswith("use at most 4 frames, or turn on windowed processing.")
+    assert not any(message.startswith("Reading frame") for message in outcome.messages)
+
+
+def test_windows_too_small_to_align_are_refused(jobs, da3_catalog, sequence):
+    da3_catalog(attention_heads=100_000)
+    outcome = jobs.run(JOB, {"input": str(sequence[0]), "memory_budget_gib": 0.1, "windowed": True})
+    assert outcome.state == "failed" and outcome.error.startswith("Windowed processing needs 3 frames per window")
+
+
+def test_a_depth_only_export_cannot_make_cameras(jobs, da3_catalog, sequence):
+    da3_catalog(cameras=False)
+    outcome = jobs.run(JOB, {"input": str(sequence[0])})
+    assert outcome.state == "failed" and "predicts depth only" in outcome.error
+
+
+def test_a_still_image_is_not_a_sequence(jobs, sequence):
+    outcome = jobs.run(JOB, {"input": str(sequence[0] / "frame_0001.png")})
+    assert outcome.state == "failed" and "is a single image" in outcome.error
+
+
+def test_cancelling_while_aligning_keeps_nothing(jobs, da3_catalog, sequence):
+    da3_catalog(attention_heads=5000)
+    parameters = {"input": str(sequence[0]), "windowed": True, "memory_budget_gib": 0.1}
+    outcome = jobs.run(JOB, parameters, cancel_when=lambda message: message == "Aligning windows")
+    assert outcome.state == "cancelled"
+    assert {path.name for path in outcome.directory.iterdir()} <= {"job.log", "job-state.json"}
+
+
+@pytest.mark.slow
+def test_the_real_server_downloads_the_model_and_aligns_windows(real_server, sequence, tmp_path):
+    model = build_da3(tmp_path / "kit-da3.onnx", size=56, baseline=BASELINE).read_bytes()
+    runtime = real_server([(catalog_entry("KIT_DA3", "multiview", "da3", attention_heads=5000), model)])
+    parameters = {"input": str(sequence[0]), "windowed": True, "memory_budget_gib": 0.1, "device": "cpu"}
+    result = run_job(runtime, JOB.value, parameters)
+    cameras = json.loads(result.file("cameras").read_text())
+    assert len(cameras["windows"]) == 3
+    np.testing.assert_allclose(
+        [frame["extrinsics"] for frame in cameras["frames"]], straight_path(8), atol=1e-6
+    )  # float32 outputs
+    with np.load(result.file("depth")) as archive:
+        assert archive["depth"].shape == (8, 48, 64)
