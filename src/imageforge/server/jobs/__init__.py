@@ -9,6 +9,7 @@ from __future__ import annotations
 from ...contract import JobId
 from . import (
     cutout,
+    debug_geometry_models,
     debug_image_models,
     depth_plane,
     download_models,
@@ -29,4 +30,6 @@ JOB_RUNNERS = {
     JobId.GENERATE_DEPTH_PLANE_GEOMETRY: depth_plane.run_depth_plane,
     JobId.GENERATE_CUTOUT_ARTIFACTS: cutout.run_cutout,
     JobId.GENERATE_MULTIVIEW_CAMERAS: multiview_cameras.run_multiview,
+    JobId.DEBUG_MOGE: debug_geometry_models.run_debug_moge,
+    JobId.DEBUG_DA3: debug_geometry_models.run_debug_da3,
 }

@@ -51,10 +51,9 @@ def normals_from_points(points: np.ndarray, valid: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class MoGeResult:
-    """One analysed image: the frame every writer consumes, plus what the debug job keeps."""
+    """One analysed image: the frame every writer consumes, and how it was made."""
 
     frame: GeometryFrame
-    outputs: dict[str, np.ndarray]  # raw model outputs, batch dimension included
     analysed_size: tuple[int, int]  # (width, height) fed to the model
     num_tokens: int
     timings: dict[str, float]  # seconds: preprocess, model, postprocess
@@ -100,31 +99,38 @@ class MoGe2Adapter(Adapter):
             feeds[self.tokens_input] = tokens
         return feeds
 
-    def analyse(
-        self, rgb: np.ndarray, *, max_input_size: int, resolution_level: int, last_run: bool = True
-    ) -> MoGeResult:
-        """Run MoGe-2 on display RGB (models/display.py, composited over black) and post-process one metric frame."""
-        started = time.perf_counter()
+    def prepare(self, rgb: np.ndarray, *, max_input_size: int, resolution_level: int) -> dict[str, np.ndarray]:
+        """Session inputs for display RGB (models/display.py, over black), long edge at most `max_input_size`."""
         height, width = rgb.shape[:2]
         analysed = fit_long_edge_size((width, height), max_input_size)
         model_rgb = np.clip(resize(rgb, analysed), 0.0, 1.0) if analysed != (width, height) else rgb
-        feeds = self.feeds(model_rgb, resolution_level)
-        prepared = time.perf_counter()
-        outputs = self.run(feeds, last_run=last_run)
-        ran = time.perf_counter()
+        return self.feeds(model_rgb, resolution_level)
+
+    def frame(self, outputs: Mapping[str, np.ndarray]) -> GeometryFrame:
+        """The metric frame of one run's raw outputs (batch item 0)."""
         points = np.asarray(outputs["points"][0], dtype=np.float32)
         mask = np.asarray(outputs["mask"][0], dtype=np.float32)
         scale = float(np.asarray(outputs["metric_scale"]).reshape(-1)[0]) if "metric_scale" in outputs else 1.0
         if "normal" in outputs:
-            frame = geometry_from_moge(points, np.asarray(outputs["normal"][0], dtype=np.float32), mask, scale)
-        else:
-            frame = geometry_from_moge(points, np.zeros_like(points), mask, scale)
-            frame = replace(frame, normal=normals_from_points(frame.points, frame.valid))
+            return geometry_from_moge(points, np.asarray(outputs["normal"][0], dtype=np.float32), mask, scale)
+        frame = geometry_from_moge(points, np.zeros_like(points), mask, scale)
+        return replace(frame, normal=normals_from_points(frame.points, frame.valid))
+
+    def analyse(
+        self, rgb: np.ndarray, *, max_input_size: int, resolution_level: int, last_run: bool = True
+    ) -> MoGeResult:
+        """Run MoGe-2 once on display RGB and post-process one metric frame (raw outputs are not kept)."""
+        started = time.perf_counter()
+        feeds = self.prepare(rgb, max_input_size=max_input_size, resolution_level=resolution_level)
+        prepared = time.perf_counter()
+        outputs = self.run(feeds, last_run=last_run)
+        del feeds
+        ran = time.perf_counter()
+        frame = self.frame(outputs)
         finished = time.perf_counter()
         return MoGeResult(
             frame=frame,
-            outputs={name: np.asarray(value) for name, value in outputs.items()},
-            analysed_size=analysed,
+            analysed_size=frame.size,
             num_tokens=num_tokens(resolution_level),
             timings={"preprocess": prepared - started, "model": ran - prepared, "postprocess": finished - ran},
         )

@@ -1,0 +1,179 @@
+"""debug-moge and debug-da3: run one geometry adapter and keep everything, for diagnosing a model export.
+
+`raw` (NPZ) holds what went into the model (`input_*`), what came out before any post-processing (`raw_*`) and
+the post-processed frame (`frame_*`); `summary` (JSON) holds the session's tensor signature, each array's
+shape, dtype and value range, timings, and the provider that really ran. The tell-tale signs of a bad export
+show in the summary alone: a mask that is never above 0.5, a metric scale of 1, normals that are not unit
+length, DA3 cameras that are all identity, depth of the wrong sign.
+
+debug-da3 reads a frame folder, a video or a single still (one view), runs all views in one model run (the
+attention-memory guard applies with its default budget) and keeps depth at the source size.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...contract import ResourceExhaustedError
+from ...contract.jobs import DebugParams, MultiviewParams
+from ..geometry.attention import GIB
+from ..media import Image, open_input, write_json, write_npz
+from ..models import Adapter
+from ..models.display import display_pixels, over_black
+from .debug_image_models import describe
+from .depth_plane import OutputSet, load_geometry
+from .image_job import JobProgress, log_model_time
+from .multiview_cameras import load_multiview
+
+DEFAULT_BUDGET_GIB = MultiviewParams.__dataclass_fields__["memory_budget_gib"].default
+DEBUG_RESOLUTION_LEVEL = 9
+
+
+def run_debug_moge(context: Any, params: DebugParams) -> dict[str, str]:
+    source = open_input(params.input, still_only=True)
+    progress = JobProgress(context)
+    started = time.perf_counter()
+    adapter = load_geometry(context, progress, params.model, params.device)
+    timings = {"load": time.perf_counter() - started}
+    progress.stage(0.08, "Reading input")
+    started = time.perf_counter()
+    image = source.read_still()
+    rgb = over_black(display_pixels(image))
+    timings["read"] = time.perf_counter() - started
+    progress.stage(0.1, "Running model")
+    started = time.perf_counter()
+    feeds = adapter.prepare(rgb, max_input_size=params.max_input_size, resolution_level=DEBUG_RESOLUTION_LEVEL)
+    timings["preprocess"] = time.perf_counter() - started
+    started = time.perf_counter()
+    raw = adapter.run(feeds, last_run=True)
+    timings["run"] = time.perf_counter() - started
+    started = time.perf_counter()
+    frame = adapter.frame(raw)
+    timings["postprocess"] = time.perf_counter() - started
+    intrinsics = frame.intrinsics
+    arrays = {
+        **{f"input_{name}": value for name, value in feeds.items()},
+        **{f"raw_{name}": value for name, value in raw.items()},
+        "frame_depth": frame.depth,
+        "frame_points": frame.points,
+        "frame_normal": frame.normal,
+        "frame_valid": frame.valid,
+        "frame_intrinsics": np.array([[intrinsics.fx, 0, intrinsics.cx], [0, intrinsics.fy, intrinsics.cy], [0, 0, 1]]),
+    }
+    extra = {
+        "analysed_size": list(frame.size),
+        "resolution_level": DEBUG_RESOLUTION_LEVEL,
+        "num_tokens": int(np.asarray(feeds[adapter.tokens_input])) if adapter.tokens_input else None,
+        "normal_head": "normal" in raw,
+        "valid_fraction": round(float(frame.valid.mean()), 6),
+        "intrinsics_px": intrinsics.in_pixels(*image.size),
+        "reference_depth": frame.reference_depth() if frame.valid.any() else None,
+    }
+    return _finish(context, progress, adapter, image, arrays, timings, extra)
+
+
+def run_debug_da3(context: Any, params: DebugParams) -> dict[str, str]:
+    source = open_input(params.input)
+    progress = JobProgress(context)
+    started = time.perf_counter()
+    adapter = load_multiview(context, progress, params.model, params.device)
+    timings = {"load": time.perf_counter() - started}
+    estimate = adapter.attention(source.frame_count)
+    if estimate.bytes > DEFAULT_BUDGET_GIB * GIB:
+        raise ResourceExhaustedError(
+            f"{source.frame_count} frames at {adapter.size} px need about {estimate.bytes / GIB:.1f} GiB of attention "
+            f"memory; debug at most {estimate.max_views(DEFAULT_BUDGET_GIB * GIB)} frames at once."
+        )
+    started = time.perf_counter()
+    tensors, placements, first = [], [], None
+    for frame in source.frames():
+        progress.stage(0.08, f"Reading frame {frame.index + 1}/{source.frame_count}")
+        first = first or frame.image
+        tensor, placement = adapter.letterbox(over_black(display_pixels(frame.image)))
+        tensors.append(tensor)
+        placements.append(placement)
+    timings["read_and_letterbox"] = time.perf_counter() - started
+    views = np.stack(tensors)
+    progress.stage(0.1, "Running model")
+    result = adapter.infer(views, last_run=True)
+    timings["run"] = result.seconds
+    started = time.perf_counter()
+    arrays: dict[str, np.ndarray] = {"input": views, **{f"raw_{name}": value for name, value in result.outputs.items()}}
+    arrays["frame_depth"] = np.stack(
+        [box.crop_to_source(plane) for box, plane in zip(placements, result.depth, strict=True)]
+    )
+    if result.confidence is not None:
+        arrays["frame_confidence"] = np.stack(
+            [box.crop_to_source(plane) for box, plane in zip(placements, result.confidence, strict=True)]
+        )
+    if result.extrinsics is not None and result.intrinsics is not None:
+        arrays["frame_extrinsics"] = result.extrinsics
+        arrays["frame_intrinsics_px"] = np.array(
+            [
+                list(box.intrinsics_to_source(matrix).values())
+                for box, matrix in zip(placements, result.intrinsics, strict=True)
+            ]
+        )
+    timings["postprocess"] = time.perf_counter() - started
+    extra = {
+        "views": len(tensors),
+        "cameras": adapter.has_cameras,
+        "model_size": adapter.size,
+        "attention_heads": adapter.heads,
+        "attention_bytes": adapter.attention(len(tensors)).bytes,
+        "letterbox": list(placements[0].box),
+    }
+    assert first is not None
+    return _finish(context, progress, adapter, first, arrays, timings, extra)
+
+
+def _finish(
+    context: Any,
+    progress: JobProgress,
+    adapter: Adapter,
+    image: Image,
+    arrays: dict[str, np.ndarray],
+    timings: dict[str, float],
+    extra: dict[str, Any],
+) -> dict[str, str]:
+    progress.stage(0.9, "Writing result")
+    session = adapter.handle.session
+    timings["total"] = time.perf_counter() - progress.started
+    summary = {
+        "model": adapter.entry.key,
+        "label": adapter.entry.label,
+        "adapter": adapter.name,
+        "provider": adapter.provider,
+        "providers": list(adapter.handle.providers),
+        "device": adapter.device.value,
+        "requested_device": adapter.handle.requested.value,
+        "input": {"size": list(image.size), "sample_kind": image.sample_kind.value, "has_alpha": image.has_alpha},
+        "signature": {
+            "inputs": [_tensor(item) for item in session.get_inputs()],
+            "outputs": [_tensor(item) for item in session.get_outputs()],
+        },
+        "arrays": {name: describe(value) for name, value in arrays.items()},
+        "timings_s": {name: round(value, 6) for name, value in timings.items()},
+        "model_seconds": round(getattr(adapter, "model_seconds", 0.0), 6),
+        "runs": getattr(adapter, "runs", 0),
+        **extra,
+    }
+    directory = Path(context.directory)
+    with OutputSet(directory) as outputs:
+        outputs.write("raw", "raw.npz", lambda path: write_npz(path, arrays))
+        progress.stage(0.95, "Writing summary")
+        outputs.write("summary", "summary.json", lambda path: write_json(path, summary))
+    log_model_time(context, progress, adapter)
+    return outputs.result
+
+
+def _tensor(item: Any) -> dict[str, Any]:
+    return {
+        "name": item.name,
+        "shape": [dim if isinstance(dim, int) else str(dim) for dim in item.shape],
+        "type": item.type,
+    }
