@@ -141,13 +141,17 @@ def test_a_tile_size_inside_the_overlap_is_refused(blur_upscaler):
 
 
 def test_the_memory_budget_decides_the_tile_size(make_adapter):
-    entry = kit_entry("BUDGET", Family.UPSCALE, "upscale", tile_memory_mib=256)
+    entry = kit_entry("BUDGET", Family.UPSCALE, "upscale", tile_memory_mib=512)
     adapter = make_adapter(entry, build_upscaler)
-    limit = math.isqrt(256 * 1024 * 1024 // (768 * 16)) // 8 * 8  # 144 px
+    limit = math.isqrt(512 * 1024 * 1024 // 16384) // 8 * 8  # 176 px with the default (heavy-model) estimate
     small = adapter.plan(100, 140, scale=4)
     assert small.tile_count == 1  # fits the budget: one run on the whole image
     large = adapter.plan(300, 200, scale=4)
     assert large.grid.tile <= limit and large.tile_count > 1
+    light = make_adapter(
+        kit_entry("LIGHT", Family.UPSCALE, "upscale", tile_memory_mib=512, tile_bytes_per_pixel=1024), build_upscaler
+    )
+    assert light.plan(300, 200, scale=4).tile_count == 1  # a model that states a small footprint gets one tile
 
 
 @pytest.mark.parametrize(("height", "width"), [(1000, 400), (4096, 4096), (2160, 3840), (500, 9000)])
