@@ -9,30 +9,17 @@ import zipfile
 from pathlib import Path
 
 import addon_utils
-import blendjob
 import bpy
 import pytest
+from tests.kit.extension import local_vendor
 
 PROJECT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def vendor(tmp_path_factory) -> Path:
-    """vendor/ as imageforge-vendor lays it out, small: a real BlendJob wheel zipped from this environment
-    (so the built extension really runs) and a stand-in uv script."""
-    folder = tmp_path_factory.mktemp("vendor")
-    package = Path(blendjob.__file__).parent
-    dist_info = next(package.parent.glob("blendjob-0.1.24.dist-info"))
-    with zipfile.ZipFile(folder / "blendjob-0.1.24-py3-none-any.whl", "w") as wheel:
-        for root in (package, dist_info):
-            for path in sorted(root.rglob("*")):
-                if path.is_file() and "__pycache__" not in path.parts:
-                    wheel.write(path, path.relative_to(package.parent).as_posix())
-    for platform, name in (("linux-x64", "uv"), ("windows-x64", "uv.exe"), ("macos-arm64", "uv")):
-        executable = folder / "uv" / platform / name
-        executable.parent.mkdir(parents=True)
-        executable.write_text(f"#!/bin/sh\necho 'uv 0.13.9 ({platform})'\n")
-    return folder
+    """vendor/ as imageforge-vendor lays it out, without the network (tests/kit/extension.py)."""
+    return local_vendor(tmp_path_factory.mktemp("vendor"))
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,314 @@
+"""Runs inside real Blender (`bpy`, Python 3.11): the user's whole path through the built ImageForge extension.
+
+Started by test_extension_end_to_end.py as `python blender_driver.py <spec.json>`. It installs the zip with
+`package_install_files`, points the Storage Root preference at a root whose server environment is ready,
+starts the job server with the add-on's Start Server operator, builds a small scene, runs every job operator
+the add-on has, and writes what landed in the scene to `<output>/report.json` (arrays as .npy files beside
+it). It asserts nothing itself: the test compares the report with the kit models' known functions in the
+Python 3.12 environment, which has the references (and NumPy 2) that bpy's interpreter cannot load.
+
+Headless Blender never calls `modal()` and never fires timers, so the driver does what Blender's event loop
+would: after `bpy.ops.imageforge.<tool>()` returns RUNNING_MODAL, it sends the running operator TIMER events
+until it finishes (real submit, status polling, response() and cleanup()), and it calls the runtime's poll
+callback where BlendJob's poll timer would run. bpy 4.5 can deadlock at interpreter exit, so after disabling
+the add-on (which stops the server) the driver leaves with os._exit.
+
+Spec keys: zip, storage_root, output, images {name: path}, selections {tool: selection}.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import bpy
+import numpy as np
+from bpy_extras.object_utils import world_to_camera_view
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "addon"))
+from scenes import empty_scene, image_object  # noqa: E402  (the add-on suite's scene builders)
+
+MODULE = "bl_ext.user_default.imageforge"
+START_TIMEOUT = 90.0
+JOB_TIMEOUT = 120.0
+
+
+class Driver:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.output = Path(spec["output"])
+        self.report: dict[str, Any] = {"blender": bpy.app.version_string, "jobs": {}}
+        self.runtime: Any = None  # the installed extension's BlendJob runtime, once installed
+        self.retirement: Any = None  # its client.retirement module (waits for a stopped server to exit)
+
+    # -- arrays and Blender data as plain values -------------------------------------------------------------
+
+    def save_array(self, name: str, values: np.ndarray) -> str:
+        path = self.output / f"{name}.npy"
+        np.save(path, np.ascontiguousarray(values))
+        return path.name
+
+    def image(self, image: bpy.types.Image, name: str) -> dict[str, Any]:
+        """An image's state and its pixels, top row first (Blender stores rows bottom-up)."""
+        width, height = image.size
+        pixels = np.empty(width * height * 4, dtype=np.float32)
+        image.pixels.foreach_get(pixels)
+        return {
+            "name": image.name,
+            "size": [width, height],
+            "packed": image.packed_file is not None,
+            "is_float": image.is_float,
+            "colorspace": image.colorspace_settings.name,
+            "alpha_mode": image.alpha_mode,
+            "pixels": self.save_array(name, np.flipud(pixels.reshape(height, width, 4))),
+        }
+
+    @staticmethod
+    def material(material: bpy.types.Material) -> dict[str, Any]:
+        tree = material.node_tree
+        return {
+            "name": material.name,
+            "nodes": sorted(node.bl_idname for node in tree.nodes),
+            "links": sorted(
+                [link.from_node.bl_idname, link.from_socket.name, link.to_node.bl_idname, link.to_socket.name]
+                for link in tree.links
+            ),
+            "images": sorted(node.image.name for node in tree.nodes if node.type == "TEX_IMAGE" and node.image),
+            "normal_space": next((node.space for node in tree.nodes if node.type == "NORMAL_MAP"), None),
+        }
+
+    def mesh(self, obj: bpy.types.Object, name: str, camera: bpy.types.Object) -> dict[str, Any]:
+        """Vertex positions in `camera`'s local axes and each vertex seen through it, in render pixels."""
+        mesh = obj.data
+        local = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
+        mesh.vertices.foreach_get("co", local)
+        to_camera = camera.matrix_world.inverted() @ obj.matrix_world
+        scene = bpy.context.scene
+        width, height = scene.render.resolution_x, scene.render.resolution_y
+        in_camera, seen = [], []
+        for vertex in mesh.vertices:
+            in_camera.append(tuple(to_camera @ vertex.co))
+            view = world_to_camera_view(scene, camera, obj.matrix_world @ vertex.co)
+            seen.append((view.x * width, (1.0 - view.y) * height, view.z))
+        return {
+            "name": obj.name,
+            "vertices": len(mesh.vertices),
+            "faces": len(mesh.polygons),
+            "uv_layers": [layer.name for layer in mesh.uv_layers],
+            "in_camera": self.save_array(f"{name}-in-camera", np.array(in_camera)),
+            "seen": self.save_array(f"{name}-seen", np.array(seen)),
+            "materials": [self.material(material) for material in mesh.materials],
+        }
+
+    # -- Blender's event loop, by hand -----------------------------------------------------------------------
+
+    def drive(self, call: Any, **properties: Any) -> dict[str, Any]:
+        """Run a job operator to its end as Blender's modal event loop would; its outcome and status message."""
+        started = time.monotonic()
+        outcome = call("EXEC_DEFAULT", **properties)
+        if outcome == {"RUNNING_MODAL"}:
+            job = self.runtime.active_job
+            operator = job.operator
+            deadline = time.monotonic() + JOB_TIMEOUT
+            while outcome == {"RUNNING_MODAL"}:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{call.idname()} did not finish within {JOB_TIMEOUT:.0f} s")
+                time.sleep(operator.poll_interval)  # the operator's own timer interval
+                outcome = operator.modal(bpy.context, SimpleNamespace(type="TIMER"))
+        return {
+            "outcome": sorted(outcome),
+            "message": self.runtime.message,
+            "active_job_left": self.runtime.active_job is not None,
+            "seconds": round(time.monotonic() - started, 3),
+        }
+
+    def poll_server(self) -> dict[str, Any]:
+        """What BlendJob's poll timer does every few seconds: refresh the server snapshot."""
+        self.runtime._poll_server()
+        return dict(self.runtime.server.snapshot)
+
+    @staticmethod
+    def undo_steps() -> list[str]:
+        """Names in the undo history, oldest first (print_undo_steps writes to the C stdout)."""
+        sys.stdout.flush()
+        with tempfile.TemporaryFile() as capture:
+            saved = os.dup(1)
+            os.dup2(capture.fileno(), 1)
+            try:
+                bpy.context.window_manager.print_undo_steps()
+                ctypes.CDLL(None).fflush(None)
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+            capture.seek(0)
+            text = capture.read().decode("utf-8", errors="replace")
+        return re.findall(r"name='([^']*)'", text)
+
+    # -- the user's path ---------------------------------------------------------------------------------------
+
+    def install(self) -> None:
+        started = time.monotonic()
+        result = bpy.ops.extensions.package_install_files(
+            filepath=self.spec["zip"], repo="user_default", enable_on_install=True
+        )
+        folder = Path(sys.modules[MODULE].__file__).parent
+        self.report["install"] = {
+            "outcome": sorted(result),
+            "folder": str(folder),
+            "seconds": round(time.monotonic() - started, 3),
+        }
+        self.runtime = sys.modules[f"{MODULE}.runtime"].get_runtime()
+        self.retirement = sys.modules[f"{MODULE}.client.retirement"]
+        preferences = bpy.context.preferences.addons[MODULE].preferences
+        preferences.storage_root = self.spec["storage_root"]  # the Storage Root preference, not the variable
+        self.report["storage_root"] = str(self.runtime.storage_root())
+
+    def start_server(self) -> None:
+        self.report["server_before_start"] = self.poll_server()["state"]
+        started = time.monotonic()
+        result = bpy.ops.imageforge.start_server()
+        snapshot = self.poll_server()
+        while snapshot["state"] != "READY" and time.monotonic() - started < START_TIMEOUT:
+            time.sleep(0.1)
+            snapshot = self.poll_server()
+        record = json.loads((self.runtime.storage_root() / "server-process.json").read_text(encoding="utf-8"))
+        self.report["server"] = {
+            "outcome": sorted(result),
+            "state": snapshot["state"],
+            "message": snapshot.get("message"),
+            "pid": record.get("pid"),
+            "devices": (snapshot.get("resources") or {}).get("models", {}).get("devices"),
+            "seconds": round(time.monotonic() - started, 3),
+        }
+        if snapshot["state"] != "READY":
+            raise RuntimeError(f"The server did not become ready: {snapshot}")
+
+    def build_scene(self) -> None:
+        empty_scene()
+        images = {}
+        for name, path in self.spec["images"].items():
+            images[name] = bpy.data.images.load(path, check_existing=False)
+            images[name].name = name
+        self.empty = bpy.data.objects.new("Background Empty", None)
+        self.empty.empty_display_type = "IMAGE"
+        self.empty.data = images["Background"]
+        bpy.context.collection.objects.link(self.empty)
+        self.upscale_plane = image_object(images["Upscale"], "Upscale Plane")
+        self.photo_plane = image_object(images["Photo"], "Photo Plane")
+        bpy.context.scene.cursor.location = (1.0, -2.0, 0.5)
+        bpy.ops.ed.undo_push(message="Scene ready")
+
+    def activate(self, obj: bpy.types.Object) -> None:
+        for other in bpy.context.view_layer.objects:
+            other.select_set(other == obj)
+        bpy.context.view_layer.objects.active = obj
+
+    def run_jobs(self) -> None:
+        ops, jobs, selections = bpy.ops.imageforge, self.report["jobs"], self.spec["selections"]
+
+        jobs["download_model"] = self.drive(ops.download_model, model="KIT_BEN2")
+
+        self.activate(self.empty)  # Remove Background on an image empty's picture
+        jobs["remove_background"] = self.drive(ops.remove_background)
+        jobs["remove_background"]["image"] = self.image(self.empty.data, "background")
+
+        self.activate(self.upscale_plane)  # Upscale on the image texture of the active object's material
+        jobs["upscale_image"] = self.drive(ops.upscale_image, scale="4")
+        material = self.upscale_plane.active_material
+        jobs["upscale_image"]["image"] = self.image(material.node_tree.nodes["Image Texture"].image, "upscale")
+
+        # Refine Selection and Cutout as the selection drawer runs them: the image by name, the drawn selection.
+        refine = json.dumps(selections["refine"])
+        jobs["refine_selection"] = self.drive(ops.refine_selection, image_name="Refine", selection=refine, padding=64)
+        jobs["refine_selection"]["image"] = self.image(bpy.data.images["Refine"], "refine")
+
+        self.activate(self.photo_plane)  # Convert to Depth Plane on the active object's image
+        jobs["depth_plane"] = self.drive(ops.depth_plane, subdivisions=4)
+        camera = bpy.data.objects["Photo Camera"]
+        plane = bpy.data.objects["Photo Depth Plane"]
+        lens = camera.data
+        jobs["depth_plane"].update(
+            mesh=self.mesh(plane, "depth-plane", camera),
+            camera={
+                "lens": lens.lens,
+                "sensor_fit": lens.sensor_fit,
+                "sensor_width": lens.sensor_width,
+                "shift": [lens.shift_x, lens.shift_y],
+                "focus_distance": lens.dof.focus_distance,
+                "location": list(camera.location),
+                "same_matrix_as_plane": camera.matrix_world == plane.matrix_world,
+                "is_scene_camera": bpy.context.scene.camera == camera,
+            },
+            resolution=[bpy.context.scene.render.resolution_x, bpy.context.scene.render.resolution_y],
+            normal=self.image(bpy.data.images["Photo Normal"], "depth-plane-normal"),
+        )
+
+        cutout = json.dumps(selections["cutout"])
+        jobs["cutout"] = self.drive(
+            ops.cutout, image_name="Photo", selection=cutout, refine=False, displace=True, subdivisions=6
+        )
+        jobs["cutout"].update(
+            mesh=self.mesh(bpy.data.objects["Photo Cutout"], "cutout", camera),  # seen through the photo's camera
+            image=self.image(bpy.data.images["Photo Cutout"], "cutout"),
+            normal=self.image(bpy.data.images["Photo Cutout Normal"], "cutout-normal"),
+        )
+
+    def undo(self) -> None:
+        steps = self.undo_steps()
+        bpy.ops.ed.undo()
+        self.report["undo"] = {
+            "steps": steps,
+            "after_one_undo": sorted(obj.name for obj in bpy.data.objects),
+        }
+
+    def shut_down(self) -> None:
+        """Disable the add-on as a user would: it stops the server; wait until the process is gone."""
+        import addon_utils  # Blender's module: importable only once bpy is
+
+        root = self.runtime.storage_root()
+        started = time.monotonic()
+        addon_utils.disable(MODULE, default_set=True)
+        retired = self.retirement.wait_until_retired(root, timeout=30)
+        self.report["shutdown"] = {
+            "retired": retired,
+            "process_record_left": (root / "server-process.json").exists(),
+            "types_left": sorted(name for name in dir(bpy.types) if name.startswith("IMAGEFORGE_")),
+            "seconds": round(time.monotonic() - started, 3),
+        }
+
+    def run(self) -> None:
+        self.install()
+        try:
+            self.start_server()
+            self.build_scene()
+            self.run_jobs()
+            self.undo()
+        finally:
+            self.shut_down()
+
+
+def main(spec_path: str) -> None:
+    spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    driver = Driver(spec)
+    try:
+        driver.run()
+    except BaseException:  # the report carries the traceback to the test
+        driver.report["error"] = traceback.format_exc()
+    finally:
+        (driver.output / "report.json").write_text(json.dumps(driver.report, indent=2), encoding="utf-8")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
