@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ...contract import InputError, ModelUnavailableError, ResourceExhaustedError
+from ...contract import Device, InputError, ModelUnavailableError, ResourceExhaustedError
 from ...contract.catalog import Family
 from ...contract.jobs import MultiviewParams
 from ..geometry.alignment import align_windows
@@ -92,7 +92,7 @@ def run_multiview(context: Any, params: MultiviewParams) -> dict[str, str]:
     return outputs.result
 
 
-def load_multiview(context: Any, progress: JobProgress, model: str | None, device: Any) -> DepthAnything3Adapter:
+def load_multiview(context: Any, progress: JobProgress, model: str | None, device: Device) -> DepthAnything3Adapter:
     adapter = prepare_adapter(context, progress, model, Family.MULTIVIEW, device)
     if not isinstance(adapter, DepthAnything3Adapter):
         raise ModelUnavailableError(f"{adapter.entry.label} is not a Depth Anything 3 model.")
