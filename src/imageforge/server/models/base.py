@@ -7,6 +7,7 @@ device warning goes to the job's message and log.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -42,10 +43,17 @@ class Adapter:
         session = handle.session
         self.inputs = {item.name: item for item in session.get_inputs()}
         self.outputs = [item.name for item in session.get_outputs()]
+        self.model_seconds = 0.0  # time inside the model, for the job log and the benchmarks' job/model ratio
+        self.runs = 0
 
     def run(self, feeds: Mapping[str, np.ndarray], *, last_run: bool) -> dict[str, np.ndarray]:
         """Run through the single inference entry point; `last_run` on the job's final run."""
-        return self.handle.run(feeds, last_run=last_run)
+        started = time.perf_counter()
+        try:
+            return self.handle.run(feeds, last_run=last_run)
+        finally:
+            self.model_seconds += time.perf_counter() - started
+            self.runs += 1
 
     def input_dtype(self, name: str) -> np.dtype:
         return np.dtype(np.float16) if self.inputs[name].type == "tensor(float16)" else np.dtype(np.float32)

@@ -12,9 +12,6 @@ float16, and re-exports rename tensors.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Mapping
-
 import numpy as np
 
 from ...contract import ModelUnavailableError
@@ -50,16 +47,6 @@ class Ben2Adapter(Adapter):
             raise ModelUnavailableError(f"{entry.label} does not look like a BEN2 model (its input is not NCHW).")
         self.input_size = tuple(dim if isinstance(dim, int) and dim > 0 else DEFAULT_SIZE for dim in shape[2:])
         self.dtype = self.input_dtype(self.input_name)
-        self.model_seconds = 0.0
-        self.runs = 0
-
-    def run(self, feeds: Mapping[str, np.ndarray], *, last_run: bool) -> dict[str, np.ndarray]:
-        started = time.perf_counter()
-        try:
-            return super().run(feeds, last_run=last_run)
-        finally:
-            self.model_seconds += time.perf_counter() - started
-            self.runs += 1
 
     def preprocess(self, rgb: np.ndarray) -> np.ndarray:
         """Display RGB (H, W, 3) in [0, 1] → the model's [1, 3, h, w] input, normalised."""

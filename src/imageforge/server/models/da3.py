@@ -18,7 +18,6 @@ the memory estimate come from the entry's `attention_heads` (default 6, DA3 Smal
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -113,16 +112,6 @@ class DepthAnything3Adapter(Adapter):
             raise ModelUnavailableError(f"{entry.label} expects {self.size} px, not a multiple of {PATCH_SIZE}.")
         self.heads = int(entry.options.get("attention_heads", DEFAULT_HEADS))
         self.normalize = str(entry.options.get("normalization", "imagenet")).lower() == "imagenet"
-        self.model_seconds = 0.0
-        self.runs = 0
-
-    def run(self, feeds: Mapping[str, np.ndarray], *, last_run: bool) -> dict[str, np.ndarray]:
-        started = time.perf_counter()
-        try:
-            return super().run(feeds, last_run=last_run)
-        finally:
-            self.model_seconds += time.perf_counter() - started
-            self.runs += 1
 
     def letterbox(self, rgb: np.ndarray) -> tuple[np.ndarray, Letterbox]:
         """(H, W, 3) display RGB → the (3, S, S) model tensor of one view and where the picture sits in it."""

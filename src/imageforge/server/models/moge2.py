@@ -79,16 +79,6 @@ class MoGe2Adapter(Adapter):
         self.tokens_input = tokens[0].name if tokens else None
         self._tokens_dtype = _INTEGER_TYPES[tokens[0].type] if tokens else np.int64
         self._tokens_shape: tuple[int, ...] = () if not tokens or len(tokens[0].shape) == 0 else (1,)
-        self.model_seconds = 0.0
-        self.runs = 0
-
-    def run(self, feeds: Mapping[str, np.ndarray], *, last_run: bool) -> dict[str, np.ndarray]:
-        started = time.perf_counter()
-        try:
-            return super().run(feeds, last_run=last_run)
-        finally:
-            self.model_seconds += time.perf_counter() - started
-            self.runs += 1
 
     def feeds(self, rgb: np.ndarray, resolution_level: int) -> dict[str, np.ndarray]:
         """The session inputs for an (H, W, 3) RGB image in [0, 1] (mean and std are applied in the graph)."""

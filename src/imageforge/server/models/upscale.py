@@ -18,8 +18,7 @@
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,16 +78,6 @@ class UpscaleAdapter(Adapter):
         self.budget = int(options.get("tile_memory_mib", DEFAULT_BUDGET_MIB)) * 1024 * 1024
         self._tile_bytes = int(options["tile_bytes_per_pixel"]) if "tile_bytes_per_pixel" in options else None
         self._scale = int(options["scale"]) if "scale" in options else None
-        self.model_seconds = 0.0
-        self.runs = 0
-
-    def run(self, feeds: Mapping[str, np.ndarray], *, last_run: bool) -> dict[str, np.ndarray]:
-        started = time.perf_counter()
-        try:
-            return super().run(feeds, last_run=last_run)
-        finally:
-            self.model_seconds += time.perf_counter() - started
-            self.runs += 1
 
     @property
     def model_scale(self) -> int:
