@@ -19,7 +19,8 @@ import numpy as np
 
 from ...contract.catalog import Family
 from ...contract.jobs import OutputKind, RemoveBackgroundParams
-from ..media import Image, MediaKind, fit_long_edge_size, open_input, resize, write_exr, write_png
+from ..media import Image, MediaKind, fit_long_edge_size, open_input, resize, write_exr
+from ..media.png_stream import write_png_streamed
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels, over_black
 from .frame_loop import stream_frames
@@ -48,7 +49,7 @@ def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[
             result = {"alpha": "alpha.exr"}
         else:
             foreground = np.concatenate([pixels[..., :3], alpha[..., None]], axis=2)
-            write_png(directory / "foreground.png", foreground, bits=image.sample_kind.png_bits)
+            write_png_streamed(directory / "foreground.png", foreground, bits=image.sample_kind.png_bits)
             result = {"foreground": "foreground.png"}
         log_model_time(context, progress, adapter)
         return result

@@ -2,9 +2,13 @@
 
 `write_png` needs the whole image in memory and encodes 16-bit colour through FFmpeg, whose frame-size
 limit (about 16000² pixels) rejects the largest upscales. This writer takes rows top to bottom, quantises
-and filters them a chunk at a time (Paeth prediction, vectorised: encoding only reads unfiltered
-neighbours) and streams them through one zlib stream into IDAT chunks, so memory stays bounded by a band.
-Atomic like every writer: the file appears under its name only when the last row is written.
+and filters them a chunk at a time and streams them through one zlib stream into IDAT chunks, so memory
+stays bounded by a band. Atomic like every writer: the file appears under its name only when the last row
+is written.
+
+Speed over size: the Sub filter (one vectorised subtraction) and zlib level 1 encode a 2048² RGBA image in
+~0.25 s here, against ~1 s for Pillow at level 3 with adaptive filters and ~0.7 s for vectorised Paeth at
+level 3, for files within 1–5% of either on photographs. A job's result is written once and read once.
 """
 
 from __future__ import annotations
@@ -23,28 +27,20 @@ from .image import to_integers
 
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _COLOUR_TYPES = {1: 0, 2: 4, 3: 2, 4: 6}  # channels → PNG colour type (grey, grey+alpha, RGB, RGBA)
-_LEVEL = 3  # as writers.py: ~3.5× faster than zlib's default for ~10% larger files
+_LEVEL = 1
 _CHUNK_ROWS = 64  # rows quantised and filtered at a time (bounds the temporaries)
-_PAETH = 4
+_SUB = 1
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
 
-def paeth_filter(rows: np.ndarray, previous: np.ndarray, bpp: int) -> np.ndarray:
-    """PNG filter type 4 for byte rows [h, stride] given the row above the first (`previous`, [stride])."""
-    current = rows.astype(np.int16)
-    above = np.concatenate([previous[None].astype(np.int16), current[:-1]])
-    left = np.zeros_like(current)
-    left[:, bpp:] = current[:, :-bpp]
-    upper_left = np.zeros_like(current)
-    upper_left[:, bpp:] = above[:, :-bpp]
-    pa = np.abs(above - upper_left)
-    pb = np.abs(left - upper_left)
-    pc = np.abs(left + above - 2 * upper_left)
-    predictor = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, above, upper_left))
-    return ((current - predictor) & 0xFF).astype(np.uint8)
+def sub_filter(rows: np.ndarray, bpp: int) -> np.ndarray:
+    """PNG filter type 1 for byte rows [h, stride]: each byte minus the same channel of the pixel to its left."""
+    filtered = rows.copy()
+    filtered[:, bpp:] -= rows[:, :-bpp]  # uint8 arithmetic wraps modulo 256, as the filter requires
+    return filtered
 
 
 class PngStreamWriter:
@@ -62,7 +58,6 @@ class PngStreamWriter:
         self.rows_written = 0
         self._stack = ExitStack()
         self._bpp = channels * bits // 8
-        self._previous = np.zeros(width * self._bpp, dtype=np.uint8)
         self._compressor = zlib.compressobj(_LEVEL)
 
     def __enter__(self) -> PngStreamWriter:
@@ -93,11 +88,9 @@ class PngStreamWriter:
         if self.bits == 16:
             quantised = quantised.astype(">u2", copy=False)
         data = np.ascontiguousarray(quantised).view(np.uint8).reshape(values.shape[0], -1)
-        filtered = paeth_filter(data, self._previous, self._bpp)
-        self._previous = data[-1].copy()
-        lines = np.empty((filtered.shape[0], filtered.shape[1] + 1), dtype=np.uint8)
-        lines[:, 0] = _PAETH
-        lines[:, 1:] = filtered
+        lines = np.empty((data.shape[0], data.shape[1] + 1), dtype=np.uint8)
+        lines[:, 0] = _SUB
+        lines[:, 1:] = sub_filter(data, self._bpp)
         self._idat(self._compressor.compress(lines.tobytes()))
         self.rows_written += values.shape[0]
 
@@ -118,3 +111,12 @@ class PngStreamWriter:
                 self._stack.__exit__(*sys.exc_info())
                 raise
         return bool(self._stack.__exit__(kind, error, trace))
+
+
+def write_png_streamed(path: Path, pixels: np.ndarray, *, bits: int = 8) -> Path:
+    """Atomically write a whole image (H, W) or (H, W, 1|2|3|4) with this writer: `write_png`, faster."""
+    values = pixels[..., None] if pixels.ndim == 2 else pixels
+    height, width, channels = values.shape
+    with PngStreamWriter(path, width, height, channels=channels, bits=bits) as png:
+        png.write(values)
+    return Path(path)
