@@ -27,8 +27,9 @@ from ...contract.parameters import Selection
 from ..media import open_input, write_png
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels, over_black
-from .depth_plane import OutputSet, Region, analyse, load_geometry, write_geometry
+from .depth_plane import Region, analyse, load_geometry, write_geometry
 from .image_job import JobProgress, log_model_time, prepare_adapter
+from .outputs import OutputSet
 from .refine_selection import refine_alpha
 
 SUPERSAMPLE = 4

@@ -13,7 +13,6 @@ attention-memory guard applies with its default budget) and keeps depth at the s
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,12 +20,11 @@ import numpy as np
 from ...contract import ResourceExhaustedError
 from ...contract.jobs import DebugParams, MultiviewParams
 from ..geometry.attention import GIB
-from ..media import Image, open_input, write_json, write_npz
-from ..models import Adapter
+from ..media import open_input
 from ..models.display import display_pixels, over_black
-from .debug_image_models import describe
-from .depth_plane import OutputSet, load_geometry
-from .image_job import JobProgress, log_model_time
+from .debug_report import write_debug_outputs
+from .depth_plane import load_geometry
+from .image_job import JobProgress
 from .multiview_cameras import load_multiview
 
 DEFAULT_BUDGET_GIB = MultiviewParams.__dataclass_fields__["memory_budget_gib"].default
@@ -73,7 +71,7 @@ def run_debug_moge(context: Any, params: DebugParams) -> dict[str, str]:
         "intrinsics_px": intrinsics.in_pixels(*image.size),
         "reference_depth": frame.reference_depth() if frame.valid.any() else None,
     }
-    return _finish(context, progress, adapter, image, arrays, timings, extra)
+    return write_debug_outputs(context, progress, adapter, image, arrays, timings, extra)
 
 
 def run_debug_da3(context: Any, params: DebugParams) -> dict[str, str]:
@@ -128,52 +126,4 @@ def run_debug_da3(context: Any, params: DebugParams) -> dict[str, str]:
         "letterbox": list(placements[0].box),
     }
     assert first is not None
-    return _finish(context, progress, adapter, first, arrays, timings, extra)
-
-
-def _finish(
-    context: Any,
-    progress: JobProgress,
-    adapter: Adapter,
-    image: Image,
-    arrays: dict[str, np.ndarray],
-    timings: dict[str, float],
-    extra: dict[str, Any],
-) -> dict[str, str]:
-    progress.stage(0.9, "Writing result")
-    session = adapter.handle.session
-    timings["total"] = time.perf_counter() - progress.started
-    summary = {
-        "model": adapter.entry.key,
-        "label": adapter.entry.label,
-        "adapter": adapter.name,
-        "provider": adapter.provider,
-        "providers": list(adapter.handle.providers),
-        "device": adapter.device.value,
-        "requested_device": adapter.handle.requested.value,
-        "input": {"size": list(image.size), "sample_kind": image.sample_kind.value, "has_alpha": image.has_alpha},
-        "signature": {
-            "inputs": [_tensor(item) for item in session.get_inputs()],
-            "outputs": [_tensor(item) for item in session.get_outputs()],
-        },
-        "arrays": {name: describe(value) for name, value in arrays.items()},
-        "timings_s": {name: round(value, 6) for name, value in timings.items()},
-        "model_seconds": round(getattr(adapter, "model_seconds", 0.0), 6),
-        "runs": getattr(adapter, "runs", 0),
-        **extra,
-    }
-    directory = Path(context.directory)
-    with OutputSet(directory) as outputs:
-        outputs.write("raw", "raw.npz", lambda path: write_npz(path, arrays))
-        progress.stage(0.95, "Writing summary")
-        outputs.write("summary", "summary.json", lambda path: write_json(path, summary))
-    log_model_time(context, progress, adapter)
-    return outputs.result
-
-
-def _tensor(item: Any) -> dict[str, Any]:
-    return {
-        "name": item.name,
-        "shape": [dim if isinstance(dim, int) else str(dim) for dim in item.shape],
-        "type": item.type,
-    }
+    return write_debug_outputs(context, progress, adapter, first, arrays, timings, extra)

@@ -12,19 +12,19 @@ own scale; keep `max_input_size` small (the frame is stored as float32).
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...contract.catalog import Family
 from ...contract.jobs import DebugParams
-from ..media import Image, open_input, write_json, write_npz
+from ..media import Image, open_input
 from ..models import Adapter
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels
 from ..models.upscale import UpscaleAdapter
-from .image_job import JobProgress, log_model_time, prepare_adapter
+from .debug_report import write_debug_outputs
+from .image_job import JobProgress, prepare_adapter
 from .remove_background import analysed_rgb
 
 
@@ -51,7 +51,7 @@ def run_debug_ben2(context: Any, params: DebugParams) -> dict[str, str]:
         "normalization": adapter.normalization,
         "model_input_size": list(adapter.input_size),
     }
-    return _finish(context, progress, adapter, image, arrays, timings, extra)
+    return write_debug_outputs(context, progress, adapter, image, arrays, timings, extra)
 
 
 def run_debug_upscale(context: Any, params: DebugParams) -> dict[str, str]:
@@ -92,7 +92,7 @@ def run_debug_upscale(context: Any, params: DebugParams) -> dict[str, str]:
             "work_ratio": round(grid.work_ratio, 4),
         },
     }
-    return _finish(context, progress, adapter, image, arrays, timings, extra)
+    return write_debug_outputs(context, progress, adapter, image, arrays, timings, extra)
 
 
 def _start(context: Any, params: DebugParams, family: Family) -> tuple[JobProgress, Adapter, Image, dict[str, float]]:
@@ -105,69 +105,3 @@ def _start(context: Any, params: DebugParams, family: Family) -> tuple[JobProgre
     image = open_input(params.input, still_only=True).read_still()
     timings["read"] = time.perf_counter() - started
     return progress, adapter, image, timings
-
-
-def _finish(
-    context: Any,
-    progress: JobProgress,
-    adapter: Adapter,
-    image: Image,
-    arrays: dict[str, np.ndarray],
-    timings: dict[str, float],
-    extra: dict[str, Any],
-) -> dict[str, str]:
-    progress.writing()
-    directory = Path(context.directory)
-    write_npz(directory / "raw.npz", arrays)
-    session = adapter.handle.session
-    timings["total"] = time.perf_counter() - progress.started
-    summary = {
-        "model": adapter.entry.key,
-        "label": adapter.entry.label,
-        "adapter": adapter.name,
-        "provider": adapter.provider,
-        "providers": list(adapter.handle.providers),
-        "device": adapter.device.value,
-        "requested_device": adapter.handle.requested.value,
-        "input": {
-            "size": list(image.size),
-            "sample_kind": image.sample_kind.value,
-            "has_alpha": image.has_alpha,
-        },
-        "signature": {
-            "inputs": [_tensor(item) for item in session.get_inputs()],
-            "outputs": [_tensor(item) for item in session.get_outputs()],
-        },
-        "arrays": {name: describe(value) for name, value in arrays.items()},
-        "timings_s": {name: round(value, 6) for name, value in timings.items()},
-        "model_seconds": round(getattr(adapter, "model_seconds", 0.0), 6),
-        "runs": getattr(adapter, "runs", 0),
-        **extra,
-    }
-    write_json(directory / "summary.json", summary)
-    log_model_time(context, progress, adapter)
-    return {"raw": "raw.npz", "summary": "summary.json"}
-
-
-def describe(array: np.ndarray) -> dict[str, Any]:
-    """Shape, dtype and value range of an array (NaN and infinity counted, not propagated)."""
-    values = np.asarray(array)
-    finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
-    stats: dict[str, Any] = {"shape": list(values.shape), "dtype": str(values.dtype)}
-    if finite.size:
-        stats.update(
-            min=float(finite.min()),
-            max=float(finite.max()),
-            mean=float(finite.astype(np.float64).mean()),
-        )
-    if values.dtype.kind == "f":
-        stats["non_finite"] = int(values.size - finite.size)
-    return stats
-
-
-def _tensor(item: Any) -> dict[str, Any]:
-    return {
-        "name": item.name,
-        "shape": [dim if isinstance(dim, int) else str(dim) for dim in item.shape],
-        "type": item.type,
-    }

@@ -20,7 +20,6 @@ cancelled, so a job never leaves a depth file without its metadata.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from ..media import Image, open_input, resize, write_exr, write_json, write_png
 from ..models.display import display_pixels, over_black
 from ..models.moge2 import MoGe2Adapter, MoGeResult
 from .image_job import JobProgress, log_model_time, prepare_adapter
+from .outputs import OutputSet
 
 FLAT = np.array([0.5, 0.5, 1.0], np.float32)  # the encoded colour of masked normal-map pixels
 KEEP = 0.5  # coverage above which a pixel counts as part of the result
@@ -118,27 +118,6 @@ class Region:
         x0, y0 = math.floor(self.x0 * sx + 1e-9), math.floor(self.y0 * sy + 1e-9)
         x1, y1 = math.ceil(self.x1 * sx - 1e-9), math.ceil(self.y1 * sy - 1e-9)
         return Region(max(0, x0), max(0, y0), min(target[0], max(x1, x0 + 1)), min(target[1], max(y1, y0 + 1)))
-
-
-class OutputSet:
-    """A job's result files. Leaving the block with an exception deletes every file it wrote."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.result: dict[str, str] = {}
-
-    def write(self, name: str, filename: str, writer: Callable[[Path], object]) -> None:
-        self.result[name] = filename
-        writer(self.directory / filename)
-
-    def __enter__(self) -> OutputSet:
-        return self
-
-    def __exit__(self, kind, error, traceback) -> None:
-        if kind is not None:
-            for filename in self.result.values():
-                (self.directory / filename).unlink(missing_ok=True)
-            self.result.clear()
 
 
 def write_geometry(

@@ -37,8 +37,8 @@ from ..geometry.attention import GIB, AttentionEstimate
 from ..media import MediaKind, MediaSource, atomic_file, open_input, write_json
 from ..models.da3 import DepthAnything3Adapter, Letterbox, ViewsResult
 from ..models.display import display_pixels, over_black
-from .depth_plane import OutputSet
 from .image_job import JobProgress, log_model_time, prepare_adapter
+from .outputs import OutputSet
 
 MIN_WINDOW = 3  # two shared frames to align through, and at least one new frame per window
 CONVENTION = (

@@ -1,0 +1,82 @@
+"""What every debug-* job writes: the arrays as NPZ and a JSON summary a person can read without NumPy.
+
+The summary names the model, the provider that really ran (after any fallback), the session's tensor
+signature, each array's shape, dtype and value range, and the timings of each stage.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..media import Image, write_json, write_npz
+from ..models import Adapter
+from .image_job import JobProgress, log_model_time
+from .outputs import OutputSet
+
+
+def write_debug_outputs(
+    context: Any,
+    progress: JobProgress,
+    adapter: Adapter,
+    image: Image,
+    arrays: dict[str, np.ndarray],
+    timings: dict[str, float],
+    extra: dict[str, Any],
+) -> dict[str, str]:
+    """Write `raw` (NPZ) and `summary` (JSON); both or neither."""
+    progress.writing()
+    session = adapter.handle.session
+    timings["total"] = time.perf_counter() - progress.started
+    summary = {
+        "model": adapter.entry.key,
+        "label": adapter.entry.label,
+        "adapter": adapter.name,
+        "provider": adapter.provider,
+        "providers": list(adapter.handle.providers),
+        "device": adapter.device.value,
+        "requested_device": adapter.handle.requested.value,
+        "input": {"size": list(image.size), "sample_kind": image.sample_kind.value, "has_alpha": image.has_alpha},
+        "signature": {
+            "inputs": [_tensor(item) for item in session.get_inputs()],
+            "outputs": [_tensor(item) for item in session.get_outputs()],
+        },
+        "arrays": {name: describe(value) for name, value in arrays.items()},
+        "timings_s": {name: round(value, 6) for name, value in timings.items()},
+        "model_seconds": round(adapter.model_seconds, 6),
+        "runs": adapter.runs,
+        **extra,
+    }
+    with OutputSet(Path(context.directory)) as outputs:
+        outputs.write("raw", "raw.npz", lambda path: write_npz(path, arrays))
+        progress.stage(0.98, "Writing summary")
+        outputs.write("summary", "summary.json", lambda path: write_json(path, summary))
+    log_model_time(context, progress, adapter)
+    return outputs.result
+
+
+def describe(array: np.ndarray) -> dict[str, Any]:
+    """Shape, dtype and value range of an array (NaN and infinity counted, not propagated)."""
+    values = np.asarray(array)
+    finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
+    stats: dict[str, Any] = {"shape": list(values.shape), "dtype": str(values.dtype)}
+    if finite.size:
+        stats.update(
+            min=float(finite.min()),
+            max=float(finite.max()),
+            mean=float(finite.astype(np.float64).mean()),
+        )
+    if values.dtype.kind == "f":
+        stats["non_finite"] = int(values.size - finite.size)
+    return stats
+
+
+def _tensor(item: Any) -> dict[str, Any]:
+    return {
+        "name": item.name,
+        "shape": [dim if isinstance(dim, int) else str(dim) for dim in item.shape],
+        "type": item.type,
+    }
