@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..client.environment import default_storage_root
+from ..client.retention import RetentionPolicy, delete_folders, plan_retention, scan_job_folders
 from ..client.runtime import JobCancelledError, make_runtime, run_job
 from ..client.setup import environment_ready, prepare_environment
 from ..contract import JOB_SPECS, job_spec
@@ -18,7 +19,7 @@ from ..contract.parameters import field_docs
 from .arguments import parse_assignments
 from .progress import ProgressPrinter
 
-__all__ = ["JobCancelledError", "jobs", "models_download", "models_list", "models_verify", "run", "setup"]
+__all__ = ["JobCancelledError", "job_files", "jobs", "models_download", "models_list", "models_verify", "run", "setup"]
 
 
 def _storage_root(args: argparse.Namespace) -> Path:
@@ -112,3 +113,33 @@ def models_verify(args: argparse.Namespace) -> int:
     if failures:
         _say(f"{failures} file(s) damaged; 'imageforge models download KEY' fetches them again.")
     return 1 if failures else 0
+
+
+def job_files(args: argparse.Namespace) -> int:
+    """Apply the retention policy directly, holding the storage lock so no server starts meanwhile."""
+    from blendjob.storage import StorageLock
+
+    from ..contract import ImageForgeError
+
+    root = _storage_root(args)
+    policy = RetentionPolicy(max_age_days=args.max_age_days, max_total_bytes=int(args.max_total_gb * 1024**3))
+    lock = StorageLock()
+    try:
+        lock.acquire(root)
+    except RuntimeError as error:
+        raise ImageForgeError(
+            f"Another process (Blender?) is using {root}; clean up job files from its ImageForge panel."
+        ) from error
+    try:
+        plan = plan_retention(scan_job_folders(root), policy, protected_paths=[Path(p) for p in args.protect])
+        for folder in plan.delete:
+            print(f"{'would delete' if args.dry_run else 'deleting'} {folder.job_id}  {folder.bytes / 1e6:.1f} MB")
+        deleted = [] if args.dry_run else delete_folders(plan, root)
+    finally:
+        lock.release()
+    verb = "would free" if args.dry_run else "freed"
+    print(
+        f"{len(plan.delete) if args.dry_run else len(deleted)} folder(s), {verb} {plan.freed_bytes / 1e6:.1f} MB; "
+        f"kept {len(plan.keep) + len(plan.protected)} ({len(plan.protected)} protected), {plan.kept_bytes / 1e6:.1f} MB"
+    )
+    return 0

@@ -33,6 +33,17 @@ def build_parser() -> argparse.ArgumentParser:
     setup.add_argument("--force", action="store_true", help="Rebuild even when it looks ready")
     setup.set_defaults(handler=commands.setup)
 
+    job_files = sub.add_parser(
+        "job-files", help="Delete old job folders (age and total-size limits), keeping protected files"
+    )
+    job_files.add_argument("--max-age-days", type=float, default=30.0, help="Delete folders older than this")
+    job_files.add_argument("--max-total-gb", type=float, default=5.0, help="Then delete the oldest beyond this")
+    job_files.add_argument(
+        "--protect", action="append", default=[], metavar="PATH", help="A file that must stay (repeatable)"
+    )
+    job_files.add_argument("--dry-run", action="store_true", help="Only list what would be deleted")
+    job_files.set_defaults(handler=commands.job_files)
+
     models = sub.add_parser("models", help="List, download or verify models")
     models_sub = models.add_subparsers(dest="models_command", required=True)
     models_sub.add_parser("list", help="Catalog models and whether they are ready").set_defaults(
