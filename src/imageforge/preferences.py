@@ -1,4 +1,5 @@
-"""Extension preferences: Storage Root, Device, Maximum AI Input Size, model per family, MoGe level.
+"""Extension preferences: Storage Root, Device, Maximum AI Input Size, model per family, MoGe level, and the
+job-file limits Clean Up Job Files applies (operators/job_files.py).
 
 Every choice the user makes is stored in a hidden plain property (`stored_*`) and shown through a property
 with get/set callbacks that validates it against what is valid now (choices.py). A value saved on another
@@ -169,6 +170,23 @@ class ImageForgePreferences(bpy.types.AddonPreferences):
         get=_get_resolution_level,
         set=_set_resolution_level,
     )
+    job_files_max_age_days: bpy.props.IntProperty(
+        name="Maximum Age",
+        description="Clean Up Job Files deletes finished job folders older than this many days "
+        "(folders holding files an open .blend uses are kept)",
+        default=30,
+        min=0,
+        max=3650,
+    )
+    job_files_max_size_gb: bpy.props.FloatProperty(
+        name="Maximum Total Size",
+        description="Clean Up Job Files then deletes the oldest job folders until the rest fit in this many GB",
+        default=5.0,
+        min=0.0,
+        soft_max=1000.0,
+        step=100,
+        precision=1,
+    )
     model_background: _model_property(Family.BACKGROUND, "Background Removal")
     model_upscale: _model_property(Family.UPSCALE, "Upscaling")
     model_geometry: _model_property(Family.GEOMETRY, "Depth and Geometry")
@@ -195,6 +213,10 @@ class ImageForgePreferences(bpy.types.AddonPreferences):
         path.prop(self, "storage_root", text="")
         row.operator("imageforge.migrate_server", text="Move…", icon="FORWARD")
         layout.label(text=str(storage_root()))
+        row = layout.row(align=True)
+        row.label(text="Job Files", icon="TRASH")
+        row.prop(self, "job_files_max_age_days", text="Max Age (days)")
+        row.prop(self, "job_files_max_size_gb", text="Max Size (GB)")
 
     def draw_inference(self, layout: bpy.types.UILayout) -> None:
         layout.prop(self, "device")

@@ -67,11 +67,11 @@ def scan_job_folders(storage_root: Path) -> list[JobFolder]:
     for path in jobs.iterdir():
         if not JOB_FOLDER.fullmatch(path.name) or path.is_symlink() or not path.is_dir():
             continue
-        state = _read_state(path)
+        state = read_state(path)
         if state.get("state") not in FINISHED_STATES:
             continue
         finished_at = float(state.get("time") or path.stat().st_mtime)
-        found.append(JobFolder(path, finished_at, _folder_bytes(path), str(state["state"])))
+        found.append(JobFolder(path, finished_at, folder_bytes(path), str(state["state"])))
     return sorted(found, key=lambda folder: folder.finished_at)
 
 
@@ -123,7 +123,8 @@ def _resolved(path: Path) -> Path:
         return Path(path).absolute()
 
 
-def _read_state(folder: Path) -> dict:
+def read_state(folder: Path) -> dict:
+    """A job folder's `job-state.json` as a dict; {} when missing or unreadable."""
     try:
         value = json.loads((folder / "job-state.json").read_text(encoding="utf-8"))
         return value if isinstance(value, dict) else {}
@@ -131,7 +132,8 @@ def _read_state(folder: Path) -> dict:
         return {}
 
 
-def _folder_bytes(folder: Path) -> int:
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the regular files inside a folder (links not followed)."""
     total = 0
     for entry in folder.rglob("*"):
         if entry.is_file() and not entry.is_symlink():

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from . import draw_selection, geometry_jobs, image_jobs, menus, server_jobs
+from . import draw_selection, geometry_jobs, image_jobs, job_files, menus, server_jobs
 
 CLASSES: tuple[type, ...] = (
     *image_jobs.CLASSES,
     *geometry_jobs.CLASSES,
     *server_jobs.CLASSES,
+    *job_files.CLASSES,
     *draw_selection.CLASSES,
     *menus.CLASSES,
 )

@@ -5,6 +5,9 @@ from __future__ import annotations
 import bpy
 
 from .. import runtime
+from ..client.job_usage import format_bytes
+from ..operators import job_files
+from ..preferences import storage_root
 from ..server_state import JobProgress, ServerState, server_state
 from .server_view import ServerView, server_view
 from .sidebar import in_both_sidebars
@@ -33,6 +36,7 @@ class ServerPanel:
         self.draw_actions(layout, view)
         self.draw_progress(layout, view)
         self.draw_models(layout, view)
+        self.draw_job_files(layout)
         if view.mirror_note:
             layout.label(text="Model downloads use the mirror", icon="INFO")
 
@@ -74,6 +78,22 @@ class ServerPanel:
         row = box.row()
         row.enabled = view.can_unload
         row.operator("imageforge.unload_models", text="Unload", icon="UNLINKED")
+
+    @staticmethod
+    def draw_job_files(layout: bpy.types.UILayout) -> None:
+        """Count and size from the cached meter (a stat per redraw), and the cleanup, greyed out with why."""
+        usage = job_files.METER.usage(storage_root())
+        box = layout.box()
+        if usage.count == 0:
+            box.label(text="No job files", icon="FILE_FOLDER")
+            return
+        box.label(text=f"Job Files: {usage.count} · {format_bytes(usage.bytes)}", icon="FILE_FOLDER")
+        reason = job_files.cleanup_reason()
+        row = box.row()
+        row.enabled = reason is None
+        row.operator(job_files.IMAGEFORGE_OT_clean_job_files.bl_idname, text="Clean Up Job Files…", icon="TRASH")
+        if reason is not None:
+            box.label(text=reason, icon="INFO")
 
 
 CLASSES = in_both_sidebars(ServerPanel, "server")

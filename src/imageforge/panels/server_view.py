@@ -48,7 +48,6 @@ START = Action("imageforge.start_server", "Start", "PLAY")
 RESTART = Action("imageforge.restart_server", "Restart", "FILE_REFRESH")
 STOP = Action("imageforge.stop_server", "Stop", "SNAP_FACE")
 OPEN_LOG = Action("imageforge.open_server_log", "Open Log", "TEXT")
-CLEAR_JOB_FILES = Action("imageforge.clear_job_files", "Clear Job Files", "TRASH")
 
 
 def server_view(
@@ -107,5 +106,4 @@ def server_view(
         models,
         can_unload=idle and bool(models),
         mirror_note=mirror,
-        extra=(CLEAR_JOB_FILES,),
     )

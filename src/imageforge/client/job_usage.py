@@ -1,0 +1,100 @@
+"""How much the job folders take, cheap enough for a panel that redraws many times a second.
+
+Walking every job folder is too slow for draw(): a video job's PNG sequence alone is thousands of files. So
+the meter (1) rescans at most every `max_age` seconds, or at once when the storage root changes or the
+`jobs/` folder's own mtime does (a folder was added or removed: one stat per redraw), and (2) remembers the
+size of each *finished* folder by the mtime of its `job-state.json`: a finished job's outputs never change,
+so a rescan walks only new and still-running folders. `invalidate()` forces the next read to rescan (after
+a cleanup).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .retention import FINISHED_STATES, JOB_FOLDER, folder_bytes, read_state
+
+DEFAULT_MAX_AGE = 10.0  # seconds a summary is trusted when nothing visible changed
+
+
+@dataclass(frozen=True)
+class JobFilesUsage:
+    count: int  # job folders, whatever their state
+    bytes: int
+
+
+@dataclass(frozen=True)
+class _Scan:
+    root: Path
+    jobs_mtime: int | None
+    at: float
+    usage: JobFilesUsage
+
+
+class JobUsageMeter:
+    """Cached job-folder count and size per storage root."""
+
+    def __init__(self, max_age: float = DEFAULT_MAX_AGE, clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_age = max_age
+        self.clock = clock
+        self.scans = 0  # full rescans done, for tests and diagnostics
+        self._last: _Scan | None = None
+        self._finished: dict[Path, tuple[int, int]] = {}  # folder -> (job-state.json mtime_ns, bytes)
+
+    def usage(self, storage_root: Path) -> JobFilesUsage:
+        root = Path(storage_root)
+        jobs_mtime = _mtime(root / "jobs")
+        last, now = self._last, self.clock()
+        if last is not None and last.root == root and last.jobs_mtime == jobs_mtime and now - last.at < self.max_age:
+            return last.usage
+        usage = self._scan(root)
+        self._last = _Scan(root, jobs_mtime, now, usage)
+        return usage
+
+    def invalidate(self) -> None:
+        self._last = None
+
+    def _scan(self, root: Path) -> JobFilesUsage:
+        self.scans += 1
+        jobs = root / "jobs"
+        count = total = 0
+        seen: dict[Path, tuple[int, int]] = {}
+        try:
+            entries = list(jobs.iterdir())
+        except OSError:
+            entries = []
+        for path in entries:
+            if not JOB_FOLDER.fullmatch(path.name) or path.is_symlink() or not path.is_dir():
+                continue
+            count += 1
+            state_mtime = _mtime(path / "job-state.json")
+            remembered = self._finished.get(path)
+            if remembered is not None and remembered[0] == state_mtime:
+                size = remembered[1]
+                seen[path] = remembered
+            else:
+                size = folder_bytes(path)
+                if state_mtime is not None and read_state(path).get("state") in FINISHED_STATES:
+                    seen[path] = (state_mtime, size)
+            total += size
+        self._finished = seen  # forget deleted folders
+        return JobFilesUsage(count, total)
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def format_bytes(size: int) -> str:
+    """Sizes in binary units labelled GB/MB/kB, as Blender and Windows show them, and as the preference's
+    Maximum Total Size (GB × 1024³, like RetentionPolicy and the CLI) counts them: a 5 GB limit reads 5.0 GB."""
+    for unit, scale in (("GB", 1024**3), ("MB", 1024**2)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size / 1024:.0f} kB" if size >= 1024 else f"{size} B"
