@@ -39,12 +39,34 @@ def halving_taps(length: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def halve_rows(rows: np.ndarray, taps: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """Filter and halve rows [h, W, C] along the width: [h, W // 2, C] float32."""
-    indices, weights = taps
-    out = np.zeros((rows.shape[0], indices.shape[0], rows.shape[2]), dtype=np.float32)
+    """Filter and halve rows [h, W, C] along the width: [h, W // 2, C] float32.
+
+    Every output column uses the same 12 weights on input columns 2j − 5 … 2j + 6, so the sum runs over
+    strided views of a zero-padded copy (no gathers); border columns are then divided by the share of the
+    weights that fell inside the image, which is exactly Pillow's normalisation over in-bounds taps.
+    """
+    indices, _ = taps
+    outputs = indices.shape[0]
+    kernel, norm = _kernel_and_norm(outputs, rows.shape[1])
+    padded = np.pad(rows, ((0, 0), (LOBES * FACTOR - 1, LOBES * FACTOR), (0, 0)))
+    out = np.zeros((rows.shape[0], outputs, rows.shape[2]), dtype=np.float32)
+    scratch = np.empty_like(out)
     for tap in range(TAPS):
-        out += rows[:, indices[:, tap]] * weights[None, :, tap, None]
+        np.multiply(padded[:, tap : tap + FACTOR * outputs : FACTOR], kernel[tap], out=scratch)
+        out += scratch
+    out /= norm[None, :, None]
     return out
+
+
+def _kernel_and_norm(outputs: int, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """The interior output's weights and, per output, the fraction of them on in-bounds input samples."""
+    centres = (np.arange(outputs) + 0.5) * FACTOR
+    first = np.floor(centres - LOBES * FACTOR + 0.5).astype(np.int64)
+    kernel = lanczos((np.arange(TAPS) - (LOBES * FACTOR - 0.5)) / FACTOR)
+    kernel = (kernel / kernel.sum()).astype(np.float32)
+    positions = first[:, None] + np.arange(TAPS)[None, :]
+    inside = (positions >= 0) & (positions < length)
+    return kernel, (kernel[None, :] * inside).sum(axis=1).astype(np.float32)
 
 
 class BandHalver:
