@@ -69,6 +69,8 @@ def main() -> int:
         try:
             run_job(runtime, args.job, parameters)  # warm up: model download and session load
             pid = runtime.server.connection.pid
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:120]
+            print(f"server process {pid}: {command}")
             rss = {"after warm-up": server_rss_mib(pid)}
             failures, durations = 0, []
             for _ in range(args.sequential):
