@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import sys
@@ -15,7 +16,7 @@ from ..client.runtime import JobCancelledError, make_runtime, run_job
 from ..client.setup import environment_ready, prepare_environment
 from ..contract import JOB_SPECS, job_spec
 from ..contract.catalog import load_catalog
-from ..contract.parameters import field_docs
+from ..contract.parameters import field_docs, path_parameters
 from .arguments import parse_assignments
 from .progress import ProgressPrinter
 
@@ -39,6 +40,9 @@ def run(args: argparse.Namespace) -> int:
     spec = job_spec(args.job)
     parameters = parse_assignments(args.parameters)
     spec.parse(parameters)  # fail fast, before starting a server; the server validates again
+    for name in path_parameters(spec.parameters):  # the server's working folder is the storage root
+        if isinstance(parameters.get(name), str) and parameters[name]:
+            parameters[name] = os.path.abspath(os.path.expanduser(parameters[name]))
     result = _run_on_server(_storage_root(args), spec.id.value, parameters)
     files = {name: str(result.file(name)) for name in result.value}
     if args.output:

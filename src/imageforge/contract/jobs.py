@@ -73,7 +73,7 @@ class DownloadRequiredModelsParams:
 
 @dataclass(frozen=True)
 class RemoveBackgroundParams:
-    input: str = param(doc=_INPUT_DOC)
+    input: str = param(doc=_INPUT_DOC, path=True)
     output_kind: OutputKind = param(OutputKind.FOREGROUND, doc="foreground: RGBA image; alpha: float matte.")
     sequence_output: SequenceOutput = param(SequenceOutput.VIDEO, doc="For videos and sequences.")
     model: str | None = param(None, doc=_MODEL_DOC)
@@ -83,7 +83,7 @@ class RemoveBackgroundParams:
 
 @dataclass(frozen=True)
 class UpscaleImageParams:
-    input: str = param(doc=_INPUT_DOC)
+    input: str = param(doc=_INPUT_DOC, path=True)
     scale: int = param(4, doc="Output scale factor.", choices=(2, 4))
     tile_size: int = param(0, doc="Tile edge in source pixels; 0 chooses from memory.", minimum=0, maximum=4096)
     sequence_output: SequenceOutput = param(SequenceOutput.VIDEO, doc="For videos and sequences.")
@@ -94,7 +94,7 @@ class UpscaleImageParams:
 
 @dataclass(frozen=True)
 class RefineImageSelectionParams:
-    input: str = param(doc="Path of a still image.")
+    input: str = param(doc="Path of a still image.", path=True)
     selection: Selection = param(doc="Region to refine, in image pixels.")
     padding: int = param(32, doc="Context pixels added around the selection.", minimum=0, maximum=4096)
     model: str | None = param(None, doc=_MODEL_DOC)
@@ -104,7 +104,7 @@ class RefineImageSelectionParams:
 
 @dataclass(frozen=True)
 class DepthPlaneParams:
-    input: str = param(doc="Path of a still image.")
+    input: str = param(doc="Path of a still image.", path=True)
     resolution_level: int = param(9, doc="MoGe-2 detail level (token budget).", minimum=0, maximum=9)
     model: str | None = param(None, doc=_MODEL_DOC)
     device: Device = _device()
@@ -113,7 +113,7 @@ class DepthPlaneParams:
 
 @dataclass(frozen=True)
 class CutoutParams:
-    input: str = param(doc="Path of a still image.")
+    input: str = param(doc="Path of a still image.", path=True)
     selection: Selection | None = param(None, doc="Region to cut out; null cuts out the whole image.")
     refine: bool = param(False, doc="Refine the selection with the background model first.")
     generate_depth: bool = param(False, doc="Also write depth for a displaced cutout.")
@@ -127,7 +127,7 @@ class CutoutParams:
 
 @dataclass(frozen=True)
 class MultiviewParams:
-    input: str = param(doc="A video or a frame-sequence folder/pattern (two or more frames).")
+    input: str = param(doc="A video or a frame-sequence folder/pattern (two or more frames).", path=True)
     frame_step: int = param(1, doc="Use every n-th frame.", minimum=1, maximum=1000)
     max_frames: int = param(0, doc="At most this many frames; 0 uses all of them.", minimum=0, maximum=100_000)
     windowed: bool = param(False, doc="Process long sequences in overlapping windows aligned to each other.")
@@ -140,7 +140,7 @@ class MultiviewParams:
 
 @dataclass(frozen=True)
 class DebugParams:
-    input: str = param(doc="Path of a still image (or a frame folder for debug-da3).")
+    input: str = param(doc="Path of a still image (or a frame folder for debug-da3).", path=True)
     model: str | None = param(None, doc=_MODEL_DOC)
     device: Device = _device()
     max_input_size: int = _max_input_size()

@@ -28,9 +28,15 @@ def param(
     maximum: float | None = None,
     choices: tuple[Any, ...] | None = None,
     max_length: int = 4096,
+    path: bool = False,
 ) -> Any:
-    """Declare one job parameter: its default (omit for required), documentation and limits."""
+    """Declare one job parameter: its default (omit for required), documentation and limits.
+
+    `path=True` marks a file-system path: the server opens it as given, so a client resolves relative paths
+    against its own working folder before submitting (the server runs in the storage root).
+    """
     metadata = {
+        "path": path,
         "doc": doc,
         "minimum": minimum,
         "maximum": maximum,
@@ -102,6 +108,11 @@ def _finite_number(name: str, value: Any) -> float:
     if not math.isfinite(value):
         raise InputError(f"'{name}' must be a finite number.")
     return float(value)
+
+
+def path_parameters(cls: type) -> tuple[str, ...]:
+    """Names of the parameters that hold file-system paths."""
+    return tuple(field.name for field in dataclasses.fields(cls) if field.metadata.get("path"))
 
 
 def field_docs(cls: type) -> list[dict[str, Any]]:
