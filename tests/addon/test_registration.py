@@ -31,6 +31,7 @@ def test_register_and_unregister_twice_leave_nothing_behind():
         addon_utils.enable("imageforge", default_set=True)
         enabled = blender_state()
         assert enabled["preferences"]
+        assert "imageforge_video_path" in bpy.types.Scene.bl_rna.properties  # Camera Path from Video's input
         assert {"start_server", "stop_server", "restart_server", "setup_server"} <= set(enabled["operators"])
         assert {"remove_background", "upscale_image", "refine_selection", "cutout", "depth_plane"} <= set(
             enabled["operators"]
@@ -55,6 +56,7 @@ def test_register_and_unregister_twice_leave_nothing_behind():
         assert not bpy.app.timers.is_registered(poll)
         assert not bpy.app.timers.is_registered(redraw)
         assert base.ImageForgeJobOperator.job_runtime is None
+        assert "imageforge_video_path" not in bpy.types.Scene.bl_rna.properties
         assert blender_state() == before
 
 
@@ -63,7 +65,7 @@ def test_job_operators_show_in_search_and_poll_fast():
     from imageforge.operators.base import JOB_POLL_INTERVAL, ImageForgeJobOperator
 
     job_operators = [cls for cls in CLASSES if issubclass(cls, ImageForgeJobOperator)]
-    assert len(job_operators) == 6
+    assert len(job_operators) == 7
     for cls in job_operators:
         assert "INTERNAL" not in cls.bl_options and "REGISTER" in cls.bl_options, cls.bl_idname
         assert cls.poll_interval == JOB_POLL_INTERVAL < 0.25

@@ -1,12 +1,13 @@
-"""ImageForge's operators: BlendJob job operators for each tool, the selection drawer, model management."""
+"""ImageForge's operators: BlendJob job operators for each tool, the selection drawer, model management, job files."""
 
 from __future__ import annotations
 
-from . import draw_selection, geometry_jobs, image_jobs, job_files, menus, server_jobs
+from . import camera_path, draw_selection, geometry_jobs, image_jobs, job_files, menus, server_jobs
 
 CLASSES: tuple[type, ...] = (
     *image_jobs.CLASSES,
     *geometry_jobs.CLASSES,
+    *camera_path.CLASSES,
     *server_jobs.CLASSES,
     *job_files.CLASSES,
     *draw_selection.CLASSES,

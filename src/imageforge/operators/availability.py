@@ -10,6 +10,7 @@ import bpy
 
 from .. import runtime
 from ..scene.active_image import find_active_image, image_problem
+from ..scene.video_source import has_video
 from ..server_state import ServerState, server_state
 
 NO_IMAGE = (
@@ -39,3 +40,11 @@ def image_reason(context: bpy.types.Context) -> str | None:
 def tool_reason(context: bpy.types.Context) -> str | None:
     """The reason an image tool is unavailable: the server's first, then the image's."""
     return server_reason() or image_reason(context)
+
+
+NO_VIDEO = "No video: choose a video or image sequence in the Tools panel, or make a movie clip active"
+
+
+def video_reason(context: bpy.types.Context) -> str | None:
+    """Why Camera Path from Video cannot run: the server's reason first, then a missing source."""
+    return server_reason() or (None if has_video(context) else NO_VIDEO)

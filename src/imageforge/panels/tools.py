@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import bpy
 
-from ..operators.availability import NO_IMAGE, tool_reason
+from ..operators.availability import NO_IMAGE, tool_reason, video_reason
+from ..operators.camera_path import SCENE_PROPERTY
 from ..operators.image_jobs import target_size
 from ..scene.active_image import find_active_image
+from ..scene.video_source import active_clip
 from .sidebar import in_both_sidebars
 
 
@@ -28,6 +30,7 @@ class ToolsPanel:
         column.operator("imageforge.depth_plane", icon="MOD_DISPLACE")
         if reason is not None and found is not None:
             layout.label(text=reason, icon="INFO")
+        self.draw_video_tools(layout.box(), context)
 
     @staticmethod
     def draw_image(layout: bpy.types.UILayout, found) -> None:
@@ -59,6 +62,21 @@ class ToolsPanel:
             for shape, icon in (("BOX", "SELECT_SET"), ("LASSO", "MOD_CURVE")):
                 operator = row.operator("imageforge.draw_selection", text="", icon=icon)
                 operator.action, operator.shape, operator.displace = action, shape, displace
+
+    @staticmethod
+    def draw_video_tools(layout: bpy.types.UILayout, context: bpy.types.Context) -> None:
+        """The video field, which source will be used, and Camera Path from Video, greyed out with why."""
+        layout.label(text="Video", icon="FILE_MOVIE")
+        layout.prop(context.scene, SCENE_PROPERTY, text="")
+        clip = active_clip(context)
+        if not getattr(context.scene, SCENE_PROPERTY) and clip is not None:
+            layout.label(text=f"Movie clip: {clip.name}", icon="CLIP")
+        reason = video_reason(context)
+        row = layout.row()
+        row.enabled = reason is None
+        row.operator("imageforge.camera_path_from_video", icon="CAMERA_DATA")
+        if reason is not None:
+            layout.label(text=reason, icon="INFO")
 
 
 CLASSES = in_both_sidebars(ToolsPanel, "tools")
