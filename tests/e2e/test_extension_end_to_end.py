@@ -8,7 +8,8 @@ server downloads from the loopback hub. Each test here checks one tool's result 
 model's known function (tests/kit/onnx_models.py): pixels, vertices seen through the camera, the camera,
 materials, undo.
 
-Not driven: generate-multiview-cameras (the add-on has no operator for it yet) and the debug jobs (CLI only).
+Not driven: generate-multiview-cameras (Camera Path from Video; tests/addon/test_camera_path.py lands a
+documented cameras.json) and the debug jobs (CLI only).
 The driver runs in Blender's Python 3.11; this module stays in the 3.12 suite, which has `onnx` to build the
 kit models and NumPy 2 for the references.
 """
