@@ -97,11 +97,12 @@ def run_debug_upscale(context: Any, params: DebugParams) -> dict[str, str]:
 
 def _start(context: Any, params: DebugParams, family: Family) -> tuple[JobProgress, Adapter, Image, dict[str, float]]:
     progress = JobProgress(context)
+    source = open_input(params.input, still_only=True)  # headers only: a bad file fails before any download
     started = time.perf_counter()
     adapter = prepare_adapter(context, progress, params.model, family, params.device)
     timings = {"load": time.perf_counter() - started}
     progress.stage(0.08, "Reading input")
     started = time.perf_counter()
-    image = open_input(params.input, still_only=True).read_still()
+    image = source.read_still()
     timings["read"] = time.perf_counter() - started
     return progress, adapter, image, timings

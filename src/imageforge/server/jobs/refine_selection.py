@@ -30,10 +30,13 @@ from .selection_mask import selection_region
 
 def run_refine_selection(context: Any, params: RefineImageSelectionParams) -> dict[str, str]:
     progress = JobProgress(context)
+    source = open_input(params.input, still_only=True)
+    # A bad file or a selection off the image fails before any model download.
+    selection_region(params.selection, (source.width, source.height), params.padding)
     adapter = prepare_adapter(context, progress, params.model, Family.BACKGROUND, params.device)
     assert isinstance(adapter, Ben2Adapter)
     progress.stage(0.08, "Reading input")
-    image = open_input(params.input, still_only=True).read_still()
+    image = source.read_still()
     pixels = display_pixels(image)
     progress.running(0.0, "Refining selection")
     alpha = refine_alpha(adapter, pixels, params.selection, params.padding, params.max_input_size, log=context.log)
