@@ -9,6 +9,8 @@ import bpy
 import numpy as np
 from result_files import write_exr, write_png_rgba
 
+from imageforge.scene.materials import new_node_material
+
 
 def empty_scene() -> None:
     """Remove every object, mesh, material, image and camera, so names in a test are its own."""
@@ -36,8 +38,7 @@ def load_photo(path: Path, pixels: np.ndarray) -> bpy.types.Image:
 
 def image_object(image: bpy.types.Image, name: str = "Photo Plane") -> bpy.types.Object:
     """A plane whose material shows `image` as Base Color, made the active object."""
-    material = bpy.data.materials.new(name)
-    material.use_nodes = True
+    material = new_node_material(name)
     node = material.node_tree.nodes.new("ShaderNodeTexImage")
     node.image = image
     bsdf = material.node_tree.nodes["Principled BSDF"]

@@ -8,6 +8,8 @@ import bpy
 import pytest
 from recording import draw
 
+from imageforge.scene.materials import new_node_material
+
 BUSY = {
     "state": "BUSY",
     "message": "Busy",
@@ -138,8 +140,7 @@ def test_models_panel_lists_the_catalog_with_sizes_defaults_and_download(server,
 
 def image_object(name: str, width: int, height: int) -> bpy.types.Object:
     image = bpy.data.images.new(name, width, height)
-    material = bpy.data.materials.new(name)
-    material.use_nodes = True
+    material = new_node_material(name)
     node = material.node_tree.nodes.new("ShaderNodeTexImage")
     node.image = image
     bsdf = material.node_tree.nodes["Principled BSDF"]

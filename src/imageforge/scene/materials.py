@@ -29,6 +29,14 @@ def normal_image(path: Path, name: str, *, camera_space: bool) -> bpy.types.Imag
     return image
 
 
+def new_node_material(name: str) -> bpy.types.Material:
+    """A material with a node tree on every supported Blender (5.0 deprecates `use_nodes`: always on there)."""
+    material = bpy.data.materials.new(name)
+    if bpy.app.version < (5, 0, 0):
+        material.use_nodes = True
+    return material
+
+
 def photo_material(
     name: str,
     image: bpy.types.Image,
@@ -37,9 +45,7 @@ def photo_material(
     normal_space: str = "OBJECT",
 ) -> bpy.types.Material:
     """Principled BSDF with the image as Base Color and Alpha, and an optional normal map."""
-    material = bpy.data.materials.new(name)
-    if not material.use_nodes:
-        material.use_nodes = True
+    material = new_node_material(name)
     tree = material.node_tree
     bsdf = next(node for node in tree.nodes if node.type == "BSDF_PRINCIPLED")
     bsdf.inputs["Roughness"].default_value = 1.0
