@@ -210,7 +210,7 @@ def main() -> None:
     only = os.environ.get("BENCH_ONLY", "")
 
     def job(name, label, job_id, parameters, *, repeat=2, pure=None, whole=None, rembg=None):
-        if only not in name:
+        if only and not any(part in name for part in only.split(",")):
             return
         print(f"… {name}", file=sys.stderr, flush=True)
         measured, rss = child([me, "job", job_id, json.dumps(parameters), str(repeat)])
@@ -276,7 +276,7 @@ def main() -> None:
         job("upscale x4v3 4096² → 16384²", "upscale-image", "upscale-image",
             {"input": str(photo(4096)), "model": "BENCH_X4V3", "max_input_size": 4096}, repeat=1)  # fmt: skip
 
-    name = f"image_jobs-{only.replace(' ', '_')}.json" if only else "image_jobs.json"
+    name = "image_jobs-subset.json" if only else "image_jobs.json"
     (RESULTS / name).write_text(json.dumps(rows, indent=2), encoding="utf-8")
     print_table(rows)
 
