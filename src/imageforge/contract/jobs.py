@@ -163,6 +163,10 @@ class JobSpec:
 
 
 _IMAGE_STAGES = ("Preparing model", "Reading input", "Running model", "Writing result")
+PROVENANCE = {
+    "provenance": "JSON: each model the job ran, the device asked for, the device and ONNX Runtime provider "
+    "that really ran, runs and model seconds."
+}
 
 JOB_SPECS: dict[JobId, JobSpec] = {
     spec.id: spec
@@ -189,6 +193,7 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             {
                 "foreground": "RGBA PNG at the input size (16-bit input stays 16-bit); or a video/PNG sequence.",
                 "alpha": "Float32 single-channel EXR matte at the input size (output_kind=alpha).",
+                **PROVENANCE,
             },
         ),
         JobSpec(
@@ -196,7 +201,7 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             "Upscale Image",
             UpscaleImageParams,
             _IMAGE_STAGES,
-            {"upscale": "PNG at scale × the input size, alpha kept; or a video/PNG sequence."},
+            {"upscale": "PNG at scale × the input size, alpha kept; or a video/PNG sequence.", **PROVENANCE},
         ),
         JobSpec(
             JobId.REFINE_IMAGE_SELECTION,
@@ -206,6 +211,7 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             {
                 "alpha": "Single-channel 16-bit PNG matte at the input size.",
                 "cutout": "RGBA PNG at the input size with the refined alpha.",
+                **PROVENANCE,
             },
         ),
         JobSpec(
@@ -217,6 +223,7 @@ JOB_SPECS: dict[JobId, JobSpec] = {
                 "depth": "Float32 EXR (ZIP): RGB = camera-space XYZ in metres, A = alpha × validity.",
                 "depth_metadata": "JSON: image size, pixel intrinsics fx fy cx cy, reference depth.",
                 "normal": "RGB PNG at the input size, normals encoded (n + 1) / 2.",
+                **PROVENANCE,
             },
         ),
         JobSpec(
@@ -230,6 +237,7 @@ JOB_SPECS: dict[JobId, JobSpec] = {
                 "depth": "Optional float32 EXR as for depth planes, cropped.",
                 "depth_metadata": "Optional JSON as for depth planes, for the crop.",
                 "normal": "Optional RGB PNG normal map, cropped.",
+                **PROVENANCE,
             },
         ),
         JobSpec(
@@ -240,6 +248,7 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             {
                 "cameras": "JSON: per frame, world-to-camera 3×4 extrinsics and pixel intrinsics at source size.",
                 "depth": "NPZ: float32 depth [frames, height, width] in the model's units, with confidence.",
+                **PROVENANCE,
             },
         ),
         *(
@@ -251,6 +260,7 @@ JOB_SPECS: dict[JobId, JobSpec] = {
                 {
                     "raw": "NPZ of the model's raw outputs and the post-processed frame.",
                     "summary": "JSON: shapes, ranges, timing, provider used.",
+                    **PROVENANCE,
                 },
             )
             for job_id, family in (

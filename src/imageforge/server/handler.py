@@ -4,7 +4,8 @@
 - The job folder records its state in `job-state.json` (running → succeeded | failed | cancelled).
 - On failure or cancellation every output is deleted (only `job.log` and `job-state.json` stay), so a
   partial file is never mistaken for a result.
-- Results must name existing files inside the job folder.
+- Results must name existing files inside the job folder; inference jobs also return `provenance`
+  (provenance.json: each model, the device asked for, and the provider that really ran).
 - Errors reach the user as one sentence; tracebacks go to the job log only.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 from blendjob.server import JobCancelled
 
 from ..contract import CapabilityUnavailableError, ImageForgeError, JobSpec, ResourceExhaustedError
+from . import provenance
 from .job_folders import JobState, clear_outputs, write_state
 
 Runner = Callable[[Any, Any], dict[str, str]]
@@ -38,6 +40,7 @@ def make_handler(spec: JobSpec, run: Runner | None) -> Callable[[Any, dict], dic
             result = run(context, parameters)
             context.check_cancelled()
             checked = check_result(directory, result)
+            checked.update(provenance.write(context, directory))
         except JobCancelled:
             _abandon(directory, JobState.CANCELLED, "Cancelled")
             raise

@@ -115,7 +115,7 @@ def test_geometry_is_cropped_with_its_camera(jobs, kit_models, photo, mode):
     parameters = {"input": str(path), "selection": {"box": BOX}, "generate_depth": True, "normal_mode": mode}
     outcome = jobs.run(JOB, {**parameters, "device": "cpu"})
     assert outcome.state == "succeeded", outcome.error
-    assert set(outcome.result) == {"cutout", "selection_alpha", "depth", "depth_metadata", "normal"}
+    assert set(outcome.result) == {"cutout", "selection_alpha", "depth", "depth_metadata", "normal", "provenance"}
     assert loaded_families(jobs) == {"geometry"}  # no refine: BEN2 never loaded
     ref = moge2_reference(1, 48, 64, **KNOWN)
     exr = OpenEXR.File(str(outcome.file("depth")), separate_channels=True)
@@ -171,7 +171,7 @@ def test_the_real_server_cuts_out_with_depth(real_server, photo, tmp_path):
     runtime = real_server([(catalog_entry("KIT_MOGE2", "geometry", "moge2"), model)])
     parameters = {"input": str(photo[0]), "selection": {"lasso": [[8, 6], [40, 6], [24, 40]]}, "generate_depth": True}
     result = run_job(runtime, JOB.value, {**parameters, "device": "cpu"})
-    assert set(result.value) == {"cutout", "selection_alpha", "depth", "depth_metadata"}
+    assert set(result.value) == {"cutout", "selection_alpha", "depth", "depth_metadata", "provenance"}
     metadata = json.loads(result.file("depth_metadata").read_text())
     assert metadata["image_size"] == [32, 34] and metadata["cx"] == pytest.approx(32.0 - 8)
     assert PILImage.open(result.file("cutout")).size == (32, 34)

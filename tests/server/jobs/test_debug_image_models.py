@@ -16,7 +16,11 @@ def test_debug_ben2_keeps_raw_output_frame_and_summary(run_job, tmp_path: Path):
     source = tmp_path / "square.png"
     PILImage.fromarray(pixels).save(source)
     result, _ = run_job("debug-ben2", {"input": str(source)})
-    assert {name: path.name for name, path in result.items()} == {"raw": "raw.npz", "summary": "summary.json"}
+    assert {name: path.name for name, path in result.items()} == {
+        "raw": "raw.npz",
+        "summary": "summary.json",
+        "provenance": "provenance.json",
+    }
     raw = np.load(result["raw"])
     assert sorted(raw.files) == ["frame", "input", "raw_output"]
     assert raw["raw_output"].dtype == np.float16 and raw["raw_output"].shape == (1, 1, 64, 64)

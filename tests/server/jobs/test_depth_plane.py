@@ -67,7 +67,12 @@ def encoded(normal: np.ndarray) -> np.ndarray:
 def test_writes_metric_points_metadata_and_normals_of_the_known_plane(jobs, moge_catalog, photo, max_input_size):
     outcome = jobs.run(JOB, {"input": str(photo), "max_input_size": max_input_size, "device": "cpu"})
     assert outcome.state == "succeeded", outcome.error
-    assert outcome.result == {"depth": "depth.exr", "depth_metadata": "depth_metadata.json", "normal": "normal.png"}
+    assert outcome.result == {
+        "depth": "depth.exr",
+        "depth_metadata": "depth_metadata.json",
+        "normal": "normal.png",
+        "provenance": "provenance.json",
+    }
     width, height = (64, 48) if max_input_size == 2048 else (32, 24)
     ref = moge2_reference(1, height, width, **KNOWN)
 

@@ -34,7 +34,11 @@ def test_a_box_refines_only_the_object_inside_it(run_job, two_objects):
     result, context = run_job(
         "refine-image-selection", {"input": str(path), "selection": selection, "model": "KIT_BEN2_THRESHOLD"}
     )
-    assert {name: file.name for name, file in result.items()} == {"alpha": "alpha.png", "cutout": "cutout.png"}
+    assert {name: file.name for name, file in result.items()} == {
+        "alpha": "alpha.png",
+        "cutout": "cutout.png",
+        "provenance": "provenance.json",
+    }
     alpha_file = open_input(str(result["alpha"]))
     assert (alpha_file.width, alpha_file.height, alpha_file.sample_kind.value) == (64, 48, "uint16")
     alpha = read(result["alpha"])[..., 0]

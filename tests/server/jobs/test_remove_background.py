@@ -40,7 +40,14 @@ def test_a_still_keeps_its_colour_and_size_and_gains_the_matte_as_alpha(run_job,
     source = tmp_path / "ramp.png"
     PILImage.fromarray(pixels).save(source)
     result, context = run_job("remove-background", {"input": str(source)})
-    assert set(result) == {"foreground"} and result["foreground"].name == "foreground.png"
+    assert set(result) == {"foreground", "provenance"} and result["foreground"].name == "foreground.png"
+    (ran,) = json.loads(result["provenance"].read_text())["models"]
+    assert (ran["model"], ran["device"], ran["provider"], ran["runs"]) == (
+        "KIT_BEN2",
+        "cpu",
+        "CPUExecutionProvider",
+        1,
+    )
     foreground = np.asarray(PILImage.open(result["foreground"]))
     assert foreground.shape == (48, 64, 4) and foreground.dtype == np.uint8
     np.testing.assert_array_equal(foreground[..., :3], pixels)
@@ -74,7 +81,7 @@ def test_alpha_output_is_a_float_exr_matte(run_job, tmp_path: Path):
     source = tmp_path / "ramp.png"
     PILImage.fromarray(pixels).save(source)
     result, _ = run_job("remove-background", {"input": str(source), "output_kind": "alpha"})
-    assert set(result) == {"alpha"} and result["alpha"].suffix == ".exr"
+    assert set(result) == {"alpha", "provenance"} and result["alpha"].suffix == ".exr"
     part = OpenEXR.File(str(result["alpha"]), separate_channels=True).parts[0]
     assert list(part.channels) == ["Y"]
     matte = part.channels["Y"].pixels

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...contract import Device, ModelUnavailableError
 from ...contract.catalog import Family, ModelEntry
+from .. import provenance
 from ..downloads.store import model_status
 from ..inference import SessionHandle, job_warner
 from ..inference.devices import resolve_device
@@ -94,7 +95,9 @@ def load_adapter(
     resolved = resolve_device(device, manager.runtime).device
     options = dict(cls.coreml_options) if resolved is Device.COREML else None
     handle = manager.acquire(entry, device, provider_options=options, warn=job_warner(context))
-    return cls(entry, handle)
+    adapter = cls(entry, handle)
+    provenance.record(context, adapter)
+    return adapter
 
 
 def download_for_job(context: Any, entry: ModelEntry) -> None:
