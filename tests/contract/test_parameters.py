@@ -100,3 +100,9 @@ def test_every_job_documents_every_parameter():
         for field in field_docs(spec.parameters):
             assert field["doc"], f"{job_id}: {field['name']} has no doc"
         assert spec.results and spec.stages
+
+
+def test_selection_overlaps_the_image_only_when_its_bounds_meet_it():
+    assert Selection(box=(-5, -5, 1, 1)).overlaps(10, 10)
+    assert not Selection(box=(10, 0, 20, 5)).overlaps(10, 10)
+    assert not Selection(lasso=((-9, -9), (-1, -9), (-1, -1))).overlaps(10, 10)

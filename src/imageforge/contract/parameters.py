@@ -65,6 +65,11 @@ class Selection:
         ys = [y for _, y in self.lasso]
         return (min(xs), min(ys), max(xs), max(ys))
 
+    def overlaps(self, width: int, height: int) -> bool:
+        """Whether the selection's bounds meet an image of `width` × `height` pixels at all."""
+        left, top, right, bottom = self.bounds
+        return right > 0 and bottom > 0 and left < width and top < height
+
     def to_dict(self) -> dict[str, Any]:
         if self.box is not None:
             return {"box": list(self.box)}

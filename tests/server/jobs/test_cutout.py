@@ -14,7 +14,8 @@ from PIL import Image as PILImage
 from imageforge.client.runtime import run_job
 from imageforge.contract import JobId
 from imageforge.contract.parameters import Selection
-from imageforge.server.jobs.cutout import polygon_coverage, selection_coverage
+from imageforge.server.jobs.cutout import selection_coverage
+from imageforge.server.jobs.selection_mask import polygon_coverage
 from tests.kit.onnx_models import build_ben2, build_moge2, moge2_reference
 
 from .geometry_kit import (  # noqa: F401  (fixtures)

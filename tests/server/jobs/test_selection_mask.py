@@ -7,7 +7,7 @@ import pytest
 
 from imageforge.contract import InputError
 from imageforge.contract.parameters import Selection
-from imageforge.server.jobs.selection_mask import _fill, selection_region
+from imageforge.server.jobs.selection_mask import polygon_coverage, selection_region
 
 
 def full_mask(region, size):
@@ -33,7 +33,7 @@ def test_a_lasso_fills_by_pixel_centres():
     triangle = Selection(lasso=((0.0, 0.0), (30.0, 0.0), (0.0, 30.0)))
     region = selection_region(triangle, (30, 30), padding=0)
     assert region.crop == (0, 0, 30, 30)
-    inside = _fill(np.array(triangle.lasso), 30, 30)
+    inside = polygon_coverage(np.array(triangle.lasso), 30, 30, samples=1) > 0
     # Row j's centre is at j + 0.5: the triangle spans x < 29.5 - j there.
     assert [int(row.sum()) for row in inside] == [29 - j for j in range(30)]
     assert inside[:-1, 0].all() and not inside[-1].any()

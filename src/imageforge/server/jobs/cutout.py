@@ -31,9 +31,8 @@ from .depth_plane import Region, analyse, load_geometry, write_geometry
 from .image_job import JobProgress, log_model_time, prepare_adapter
 from .outputs import OutputSet
 from .refine_selection import refine_alpha
+from .selection_mask import check_overlap, polygon_coverage
 
-SUPERSAMPLE = 4
-SAMPLES_PER_BAND = 1 << 22  # bounds the rasteriser's memory on large selections
 REFINE_PADDING = RefineImageSelectionParams.__dataclass_fields__["padding"].default
 VISIBLE = 1.0 / 512  # a refined matte below this is invisible even in 8 bits: outside the crop
 
@@ -95,13 +94,6 @@ def run_cutout(context: Any, params: CutoutParams) -> dict[str, str]:
     return outputs.result
 
 
-def check_overlap(selection: Selection, size: tuple[int, int]) -> None:
-    width, height = size
-    left, top, right, bottom = selection.bounds
-    if right <= 0 or bottom <= 0 or left >= width or top >= height:
-        raise InputError(f"The selection lies outside the image ({width}×{height} pixels); draw it over the image.")
-
-
 def matte_bounds(matte: np.ndarray) -> Region:
     """The smallest box holding every pixel of the matte above zero; an empty matte is the user's problem."""
     rows, columns = np.nonzero(matte.any(axis=1))[0], np.nonzero(matte.any(axis=0))[0]
@@ -133,39 +125,3 @@ def selection_coverage(selection: Selection | None, size: tuple[int, int]) -> np
 def _overlap(starts: np.ndarray, low: float, high: float) -> np.ndarray:
     """How much of each unit interval [s, s+1) lies inside [low, high)."""
     return np.clip(np.minimum(starts + 1.0, high) - np.maximum(starts, low), 0.0, 1.0).astype(np.float32)
-
-
-def polygon_coverage(points: np.ndarray, width: int, height: int) -> np.ndarray:
-    """Even–odd polygon coverage (height, width) from SUPERSAMPLE² sample points per pixel, in row bands.
-
-    Per band, each edge toggles the samples to the right of where it crosses a sample row; the running parity
-    along the row is "inside". Half-open crossings (a row at exactly a vertex's height counts once) keep
-    shared vertices from cancelling.
-    """
-    s = SUPERSAMPLE
-    start, end = points, np.roll(points, -1, axis=0)
-    flat = start[:, 1] == end[:, 1]
-    start, end = start[~flat], end[~flat]
-    low, high = np.minimum(start[:, 1], end[:, 1]), np.maximum(start[:, 1], end[:, 1])
-    coverage = np.empty((height, width), np.float32)
-    band = max(1, SAMPLES_PER_BAND // (width * s * s))
-    for top in range(0, height, band):
-        rows_here = min(band, height - top)
-        first_row, stop_row = top * s, (top + rows_here) * s
-        # Sample row r has its centre at (r + 0.5) / s; an edge spans the rows whose centre is in [low, high).
-        first = np.clip(np.ceil(low * s - 0.5), first_row, stop_row).astype(np.int64)
-        stop = np.clip(np.ceil(high * s - 0.5), first_row, stop_row).astype(np.int64)
-        counts = np.maximum(stop - first, 0)
-        toggles = np.zeros((rows_here * s, width * s + 1), np.int32)
-        if counts.sum():
-            edge = np.repeat(np.arange(len(start)), counts)
-            offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-            rows = np.repeat(first, counts) + offsets
-            y = (rows + 0.5) / s
-            (ax, ay), (bx, by) = start[edge].T, end[edge].T
-            x = ax + (y - ay) * (bx - ax) / (by - ay)
-            columns = np.clip(np.ceil(x * s - 0.5), 0, width * s).astype(np.int64)
-            np.add.at(toggles, (rows - first_row, columns), 1)
-        inside = (np.cumsum(toggles, axis=1)[:, : width * s] & 1).astype(np.float32)
-        coverage[top : top + rows_here] = inside.reshape(rows_here, s, width, s).mean(axis=(1, 3))
-    return coverage

@@ -22,6 +22,8 @@ from ...contract.parameters import Selection
 
 GROW_FRACTION = 0.05  # of the selection's longer side
 MIN_GROW = 2  # pixels
+SUPERSAMPLE = 4  # anti-aliased coverage: 4 × 4 samples per pixel
+SAMPLES_PER_BAND = 1 << 22  # bounds the rasteriser's memory on large selections
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,8 @@ class SelectionRegion:
 def selection_region(selection: Selection, size: tuple[int, int], padding: int) -> SelectionRegion:
     """The crop and confining mask of `selection` on an image of `size` (width, height)."""
     width, height = size
+    check_overlap(selection, size)
     left, top, right, bottom = selection.bounds
-    if right <= 0 or bottom <= 0 or left >= width or top >= height:
-        raise InputError(f"The selection lies outside the image ({width}×{height} pixels); draw it over the image.")
     grow = max(MIN_GROW, round(GROW_FRACTION * max(right - left, bottom - top)))
     reach = grow + padding
     crop = (
@@ -67,7 +68,7 @@ def _rasterise(polygon: list[tuple[float, float]], crop: tuple[int, int, int, in
     x0, y0, x1, y1 = crop
     width, height = x1 - x0, y1 - y0
     points = np.asarray(polygon, dtype=np.float64) - (x0, y0)
-    inside = _fill(points, width, height)
+    inside = polygon_coverage(points, width, height, samples=1) > 0
     if grow == 0:
         return inside.astype(np.float32)
     # Growing = adding every pixel within `grow` of the outline: a round-jointed line that wide.
@@ -77,29 +78,46 @@ def _rasterise(polygon: list[tuple[float, float]], crop: tuple[int, int, int, in
     return (inside | (np.asarray(canvas) > 127)).astype(np.float32)
 
 
-def _fill(points: np.ndarray, width: int, height: int) -> np.ndarray:
-    """Scanline fill sampled at pixel centres: every edge crossing of a row centre, paired left to right."""
+def check_overlap(selection: Selection, size: tuple[int, int]) -> None:
+    """The one check that a selection meets the image, before any model is prepared or downloaded."""
+    width, height = size
+    if not selection.overlaps(width, height):
+        raise InputError(f"The selection lies outside the image ({width}×{height} pixels); draw it over the image.")
+
+
+def polygon_coverage(points: np.ndarray, width: int, height: int, *, samples: int = SUPERSAMPLE) -> np.ndarray:
+    """Even–odd polygon coverage (height, width) from `samples`² sample points per pixel, in row bands.
+
+    With samples=1 this is the plain pixel-centre test: a pixel is inside when its centre is.
+
+    Per band, each edge toggles the samples to the right of where it crosses a sample row; the running parity
+    along the row is "inside". Half-open crossings (a row at exactly a vertex's height counts once) keep
+    shared vertices from cancelling.
+    """
+    s = samples
     start, end = points, np.roll(points, -1, axis=0)
-    low = np.minimum(start[:, 1], end[:, 1])
-    high = np.maximum(start[:, 1], end[:, 1])
-    # Rows whose centre y + 0.5 lies in [low, high): half-open, so a vertex is crossed exactly once.
-    first = np.clip(np.ceil(low - 0.5), 0, height).astype(np.int64)
-    stop = np.clip(np.ceil(high - 0.5), 0, height).astype(np.int64)
-    counts = np.maximum(stop - first, 0)
-    mask = np.zeros((height, width), dtype=bool)
-    if counts.sum() == 0:
-        return mask
-    edge = np.repeat(np.arange(len(points)), counts)
-    rows = np.repeat(first, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
-    y = rows + 0.5
-    (ax, ay), (bx, by) = start[edge].T, end[edge].T
-    x = ax + (y - ay) * (bx - ax) / (by - ay)
-    order = np.lexsort((x, rows))
-    rows, x = rows[order], x[order]
-    # Pixel i is inside a span [xa, xb) when its centre i + 0.5 is.
-    columns = np.clip(np.ceil(x - 0.5), 0, width).astype(np.int64)
-    toggles = np.zeros((height, width + 1), dtype=np.int32)
-    np.add.at(toggles, (rows[0::2], columns[0::2]), 1)
-    np.add.at(toggles, (rows[1::2], columns[1::2]), -1)
-    mask[:] = np.cumsum(toggles, axis=1)[:, :width] > 0
-    return mask
+    flat = start[:, 1] == end[:, 1]
+    start, end = start[~flat], end[~flat]
+    low, high = np.minimum(start[:, 1], end[:, 1]), np.maximum(start[:, 1], end[:, 1])
+    coverage = np.empty((height, width), np.float32)
+    band = max(1, SAMPLES_PER_BAND // (width * s * s))
+    for top in range(0, height, band):
+        rows_here = min(band, height - top)
+        first_row, stop_row = top * s, (top + rows_here) * s
+        # Sample row r has its centre at (r + 0.5) / s; an edge spans the rows whose centre is in [low, high).
+        first = np.clip(np.ceil(low * s - 0.5), first_row, stop_row).astype(np.int64)
+        stop = np.clip(np.ceil(high * s - 0.5), first_row, stop_row).astype(np.int64)
+        counts = np.maximum(stop - first, 0)
+        toggles = np.zeros((rows_here * s, width * s + 1), np.int32)
+        if counts.sum():
+            edge = np.repeat(np.arange(len(start)), counts)
+            offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+            rows = np.repeat(first, counts) + offsets
+            y = (rows + 0.5) / s
+            (ax, ay), (bx, by) = start[edge].T, end[edge].T
+            x = ax + (y - ay) * (bx - ax) / (by - ay)
+            columns = np.clip(np.ceil(x * s - 0.5), 0, width * s).astype(np.int64)
+            np.add.at(toggles, (rows - first_row, columns), 1)
+        inside = (np.cumsum(toggles, axis=1)[:, : width * s] & 1).astype(np.float32)
+        coverage[top : top + rows_here] = inside.reshape(rows_here, s, width, s).mean(axis=(1, 3))
+    return coverage
