@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,11 +34,19 @@ def catalog(hub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def run_setup(root: Path) -> tuple[dict, list[ModelSetupResult], list[str]]:
-    """BlendJob's setup on `root`, driven as Blender's poll timer drives it; the hook's results and messages."""
+def run_setup(root: Path, *, before_download: Callable | None = None) -> tuple[dict, list[ModelSetupResult], list[str]]:
+    """BlendJob's setup on `root`, driven as Blender's poll timer drives it; the hook's results and messages.
+
+    `before_download(setup)` runs in the hook, on the new server, just before the downloads start."""
     results: list[ModelSetupResult] = []
     messages: list[str] = []
-    runtime = make_runtime(root, post_setup=lambda setup: results.append(download_required_models(setup)))
+
+    def post_setup(setup) -> None:
+        if before_download is not None:
+            before_download(setup)
+        results.append(download_required_models(setup))
+
+    runtime = make_runtime(root, post_setup=post_setup)
     setup = runtime.setup_controller(root)
     setup.submit("setup", {})
     deadline = time.monotonic() + 120
@@ -69,3 +80,30 @@ def test_a_failed_download_does_not_fail_the_setup(catalog, hub, server_storage)
     assert result.models == {} and result.source == "hub"
     assert result.error == f"model.onnx is not available from {hub.url.split('://')[1]} (HTTP 404)."
     assert any(message.startswith("Models not downloaded: model.onnx is not available") for message in messages)
+
+
+def test_a_server_killed_during_the_download_does_not_fail_the_setup(catalog, hub, server_storage):
+    # BlendJob's client raises RuntimeError (not ImageForgeError) when the server dies under a running job.
+    key = hub.add_hub_file("kit/default", "model.onnx", DEFAULT)
+    hub.faults[key] = "slow"
+
+    def kill_once_bytes_flow(setup) -> None:
+        process = setup.server.process
+
+        def kill() -> None:
+            deadline = time.monotonic() + 60
+            while not any(r.path == key and r.method == "GET" and r.bytes_sent for r in hub.requests):
+                assert time.monotonic() < deadline, "the download never started"
+                time.sleep(0.02)
+            os.kill(process.pid, signal.SIGKILL)
+
+        threading.Thread(target=kill, daemon=True).start()
+
+    state, results, _messages = run_setup(server_storage, before_download=kill_once_bytes_flow)
+
+    assert state["state"] == "succeeded", state  # the environment is good: the location was saved
+    (result,) = results
+    assert result.models == {}
+    # "The job server stopped unexpectedly (killed by SIGKILL)…", or "Unable to reach Job Server…" when the
+    # kill lands during a status request: either way one sentence.
+    assert result.error and "\n" not in result.error and "Traceback" not in result.error

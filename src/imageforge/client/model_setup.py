@@ -51,13 +51,17 @@ def download_required_models(setup: Any, *, models: list[str] | None = None) -> 
             on_progress=on_progress,
             cancel_requested=lambda: _cancel_requested(setup),
         )
+        manifest = json.loads(result.file("manifest").read_text(encoding="utf-8"))
+        downloaded = manifest["models"]
     except JobCancelledError as error:
         raise RuntimeError("Model download cancelled; it resumes next time.") from error
-    except ImageForgeError as error:
-        setup.progress(PROGRESS_END, f"Models not downloaded: {error}")
-        return ModelSetupResult({}, _source(setup), str(error))
-    manifest = json.loads(result.file("manifest").read_text(encoding="utf-8"))
-    return ModelSetupResult(manifest["models"], _source(setup))
+    except (ImageForgeError, RuntimeError, OSError, ValueError, KeyError, TypeError) as error:
+        # ImageForgeError: the job failed. RuntimeError: BlendJob's client (the server died or answered an
+        # HTTP error) or JobResult.file (a result outside the job folder). The rest: an unreadable manifest.
+        reason = str(error) if not isinstance(error, KeyError) else f"the manifest has no {error} entry"
+        setup.progress(PROGRESS_END, f"Models not downloaded: {reason}")
+        return ModelSetupResult({}, _source(setup), reason)
+    return ModelSetupResult(downloaded, _source(setup))
 
 
 def _cancel_requested(setup: Any) -> bool:
