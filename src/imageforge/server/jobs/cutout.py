@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ...contract import InputError, ModelUnavailableError
+from ...contract import InputError
 from ...contract.catalog import Family
 from ...contract.jobs import CutoutParams, NormalMode, RefineImageSelectionParams
 from ...contract.parameters import Selection
@@ -46,9 +46,9 @@ def run_cutout(context: Any, params: CutoutParams) -> dict[str, str]:
     geometry_wanted = params.generate_depth or params.normal_mode is not NormalMode.NONE
     refiner = None
     if params.refine:
-        refiner = prepare_adapter(context, progress, params.background_model, Family.BACKGROUND, params.device)
-        if not isinstance(refiner, Ben2Adapter):
-            raise ModelUnavailableError(f"{refiner.entry.label} cannot refine a selection; choose a BEN2 model.")
+        refiner = prepare_adapter(
+            context, progress, params.background_model, Family.BACKGROUND, params.device, Ben2Adapter
+        )
     geometry = load_geometry(context, progress, params.geometry_model, params.device) if geometry_wanted else None
     progress.stage(0.08, "Reading input")
     image = source.read_still()

@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 
 from ...contract import ResourceExhaustedError
+from ...contract.catalog import Family
 from ...contract.jobs import DebugParams, MultiviewParams
 from ..geometry.attention import GIB
 from ..media import open_input
 from ..models.display import display_pixels, over_black
-from .debug_report import write_debug_outputs
-from .depth_plane import load_geometry
+from ..models.moge2 import MoGe2Adapter
+from .debug_report import start_debug, write_debug_outputs
 from .image_job import JobProgress
 from .multiview_cameras import load_multiview
 
@@ -32,16 +33,8 @@ DEBUG_RESOLUTION_LEVEL = 9
 
 
 def run_debug_moge(context: Any, params: DebugParams) -> dict[str, str]:
-    source = open_input(params.input, still_only=True)
-    progress = JobProgress(context)
-    started = time.perf_counter()
-    adapter = load_geometry(context, progress, params.model, params.device)
-    timings = {"load": time.perf_counter() - started}
-    progress.stage(0.08, "Reading input")
-    started = time.perf_counter()
-    image = source.read_still()
+    progress, adapter, image, timings = start_debug(context, params, Family.GEOMETRY, MoGe2Adapter)
     rgb = over_black(display_pixels(image))
-    timings["read"] = time.perf_counter() - started
     progress.stage(0.1, "Running model")
     started = time.perf_counter()
     feeds = adapter.prepare(rgb, max_input_size=params.max_input_size, resolution_level=DEBUG_RESOLUTION_LEVEL)

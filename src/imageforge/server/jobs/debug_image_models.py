@@ -18,19 +18,15 @@ import numpy as np
 
 from ...contract.catalog import Family
 from ...contract.jobs import DebugParams
-from ..media import Image, open_input
-from ..models import Adapter
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels
 from ..models.upscale import UpscaleAdapter
-from .debug_report import write_debug_outputs
-from .image_job import JobProgress, prepare_adapter
+from .debug_report import start_debug, write_debug_outputs
 from .remove_background import analysed_rgb
 
 
 def run_debug_ben2(context: Any, params: DebugParams) -> dict[str, str]:
-    progress, adapter, image, timings = _start(context, params, Family.BACKGROUND)
-    assert isinstance(adapter, Ben2Adapter)
+    progress, adapter, image, timings = start_debug(context, params, Family.BACKGROUND, Ben2Adapter)
     pixels = display_pixels(image)
     progress.running(0.0, "Running model")
     started = time.perf_counter()
@@ -55,8 +51,7 @@ def run_debug_ben2(context: Any, params: DebugParams) -> dict[str, str]:
 
 
 def run_debug_upscale(context: Any, params: DebugParams) -> dict[str, str]:
-    progress, adapter, image, timings = _start(context, params, Family.UPSCALE)
-    assert isinstance(adapter, UpscaleAdapter)
+    progress, adapter, image, timings = start_debug(context, params, Family.UPSCALE, UpscaleAdapter)
     pixels = display_pixels(image.fit_long_edge(params.max_input_size))
     height, width = pixels.shape[:2]
     scale = adapter.model_scale
@@ -93,16 +88,3 @@ def run_debug_upscale(context: Any, params: DebugParams) -> dict[str, str]:
         },
     }
     return write_debug_outputs(context, progress, adapter, image, arrays, timings, extra)
-
-
-def _start(context: Any, params: DebugParams, family: Family) -> tuple[JobProgress, Adapter, Image, dict[str, float]]:
-    progress = JobProgress(context)
-    source = open_input(params.input, still_only=True)  # headers only: a bad file fails before any download
-    started = time.perf_counter()
-    adapter = prepare_adapter(context, progress, params.model, family, params.device)
-    timings = {"load": time.perf_counter() - started}
-    progress.stage(0.08, "Reading input")
-    started = time.perf_counter()
-    image = source.read_still()
-    timings["read"] = time.perf_counter() - started
-    return progress, adapter, image, timings

@@ -8,14 +8,34 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from ..media import Image, write_json, write_npz
+from ...contract.catalog import Family
+from ...contract.jobs import DebugParams
+from ..media import Image, open_input, write_json, write_npz
 from ..models import Adapter
-from .image_job import JobProgress, log_model_time
+from .image_job import JobProgress, log_model_time, prepare_adapter
 from .outputs import OutputSet
+
+A = TypeVar("A", bound=Adapter)
+
+
+def start_debug(
+    context: Any, params: DebugParams, family: Family, expect: type[A]
+) -> tuple[JobProgress, A, Image, dict[str, float]]:
+    """The start every still-image debug job shares: check the input, load the model, read the image, time it."""
+    progress = JobProgress(context)
+    source = open_input(params.input, still_only=True)  # headers only: a bad file fails before any download
+    started = time.perf_counter()
+    adapter = prepare_adapter(context, progress, params.model, family, params.device, expect)
+    timings = {"load": time.perf_counter() - started}
+    progress.stage(0.08, "Reading input")
+    started = time.perf_counter()
+    image = source.read_still()
+    timings["read"] = time.perf_counter() - started
+    return progress, adapter, image, timings
 
 
 def write_debug_outputs(

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ...contract import Device, InputError, ModelUnavailableError
+from ...contract import Device, InputError
 from ...contract.catalog import Family
 from ...contract.jobs import DepthPlaneParams, NormalMode
 from ..geometry.frame import GeometryFrame
@@ -64,10 +64,7 @@ def run_depth_plane(context: Any, params: DepthPlaneParams) -> dict[str, str]:
 
 
 def load_geometry(context: Any, progress: JobProgress, model: str | None, device: Device) -> MoGe2Adapter:
-    adapter = prepare_adapter(context, progress, model, Family.GEOMETRY, device)
-    if not isinstance(adapter, MoGe2Adapter):
-        raise ModelUnavailableError(f"{adapter.entry.label} is not a MoGe-2 model; choose a geometry model.")
-    return adapter
+    return prepare_adapter(context, progress, model, Family.GEOMETRY, device, MoGe2Adapter)
 
 
 def analyse(

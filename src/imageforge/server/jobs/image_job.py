@@ -9,12 +9,13 @@ first, so a cancelled job stops at the next tile or frame.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypeVar
 
-from ...contract import Device
+from ...contract import Device, ModelUnavailableError
 from ...contract.catalog import Family, load_catalog
 from ..models import Adapter, load_adapter
 
+A = TypeVar("A", bound=Adapter)
 RUN_START, RUN_END, WRITING = 0.1, 0.95, 0.96
 
 
@@ -35,11 +36,18 @@ class JobProgress:
         self.stage(WRITING, "Writing result")
 
 
-def prepare_adapter(context: Any, progress: JobProgress, model: str | None, family: Family, device: Device) -> Adapter:
-    """Resolve the catalog entry (null: the family default), fetch it if missing, and load its adapter."""
+def prepare_adapter(
+    context: Any, progress: JobProgress, model: str | None, family: Family, device: Device, expect: type[A]
+) -> A:
+    """Resolve the catalog entry (null: the family default), fetch it if missing, and load its adapter,
+    which must be an `expect` (a custom catalog can name any adapter of the family)."""
     progress.stage(0.0, "Preparing model")
     entry = load_catalog().resolve(model, family)
     adapter = load_adapter(context, entry, device)
+    if not isinstance(adapter, expect):
+        raise ModelUnavailableError(
+            f"{entry.label} ({entry.adapter}) cannot run this job; choose another {family.value} model."
+        )
     context.log(
         f"{entry.label} ({entry.key}) loaded for device {device.value}: "
         f"runs on {adapter.device.value} ({adapter.provider})"

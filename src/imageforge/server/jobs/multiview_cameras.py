@@ -93,10 +93,7 @@ def run_multiview(context: Any, params: MultiviewParams) -> dict[str, str]:
 
 
 def load_multiview(context: Any, progress: JobProgress, model: str | None, device: Device) -> DepthAnything3Adapter:
-    adapter = prepare_adapter(context, progress, model, Family.MULTIVIEW, device)
-    if not isinstance(adapter, DepthAnything3Adapter):
-        raise ModelUnavailableError(f"{adapter.entry.label} is not a Depth Anything 3 model.")
-    return adapter
+    return prepare_adapter(context, progress, model, Family.MULTIVIEW, device, DepthAnything3Adapter)
 
 
 def selected_count(source: MediaSource, step: int, max_frames: int) -> int:

@@ -33,8 +33,7 @@ def run_refine_selection(context: Any, params: RefineImageSelectionParams) -> di
     source = open_input(params.input, still_only=True)
     # A bad file or a selection off the image fails before any model download.
     selection_region(params.selection, (source.width, source.height), params.padding)
-    adapter = prepare_adapter(context, progress, params.model, Family.BACKGROUND, params.device)
-    assert isinstance(adapter, Ben2Adapter)
+    adapter = prepare_adapter(context, progress, params.model, Family.BACKGROUND, params.device, Ben2Adapter)
     progress.stage(0.08, "Reading input")
     image = source.read_still()
     pixels = display_pixels(image)

@@ -30,8 +30,7 @@ from .image_job import JobProgress, log_model_time, prepare_adapter
 def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[str, str]:
     progress = JobProgress(context)
     source = open_input(params.input)  # headers only: a bad file fails before any model download
-    adapter = prepare_adapter(context, progress, params.model, Family.BACKGROUND, params.device)
-    assert isinstance(adapter, Ben2Adapter)
+    adapter = prepare_adapter(context, progress, params.model, Family.BACKGROUND, params.device, Ben2Adapter)
     progress.stage(0.08, "Reading input")
     context.log(
         f"Input: {source.kind.value} {source.format} {source.width}×{source.height}, {source.frame_count} frame(s)"

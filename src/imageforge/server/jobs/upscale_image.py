@@ -28,8 +28,7 @@ OVERLAP_WARNING = 2.0  # work ratio above which a user-chosen tile size is worth
 def run_upscale_image(context: Any, params: UpscaleImageParams) -> dict[str, str]:
     progress = JobProgress(context)
     source = open_input(params.input)  # headers only: a bad file fails before any model download
-    adapter = prepare_adapter(context, progress, params.model, Family.UPSCALE, params.device)
-    assert isinstance(adapter, UpscaleAdapter)
+    adapter = prepare_adapter(context, progress, params.model, Family.UPSCALE, params.device, UpscaleAdapter)
     progress.stage(0.08, "Reading input")
     context.log(
         f"Input: {source.kind.value} {source.format} {source.width}×{source.height}, {source.frame_count} frame(s)"
