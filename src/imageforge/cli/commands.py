@@ -44,13 +44,27 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(parameters.get(name), str) and parameters[name]:
             parameters[name] = os.path.abspath(os.path.expanduser(parameters[name]))
     result = _run_on_server(_storage_root(args), spec.id.value, parameters)
-    files = {name: str(result.file(name)) for name in result.value}
+    files = {name: result.file(name) for name in result.value}
     if args.output:
         output = Path(args.output).expanduser().resolve()
         output.mkdir(parents=True, exist_ok=True)
-        files = {name: str(Path(shutil.copy2(path, output / Path(path).name))) for name, path in files.items()}
-    print(json.dumps(files, indent=2))
+        files = {name: _copy_result(path, result.directory, output) for name, path in files.items()}
+    print(json.dumps({name: str(path) for name, path in files.items()}, indent=2))
     return 0
+
+
+def _copy_result(path: Path, job_folder: Path, output: Path) -> Path:
+    """Copy one result file into `output`; returns the copy's path.
+
+    A result in a subfolder of the job folder is the first file of a set (a PNG sequence names its first
+    frame): the whole subfolder is copied, and the copy of that first file is returned.
+    """
+    relative = path.relative_to(Path(job_folder).resolve())
+    if len(relative.parts) == 1:
+        return Path(shutil.copy2(path, output / path.name))
+    top = relative.parts[0]
+    shutil.copytree(Path(job_folder).resolve() / top, output / top, symlinks=True, dirs_exist_ok=True)
+    return output / relative
 
 
 def _run_on_server(root: Path, job_type: str, parameters: dict):
