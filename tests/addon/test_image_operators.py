@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import bpy
@@ -179,3 +180,26 @@ def test_a_failed_job_changes_nothing(job_server, photo, capfd):
     from imageforge import runtime
 
     assert runtime.get_runtime().active_job is None
+
+
+def test_an_input_blender_cannot_write_is_a_warning_and_leaves_no_temporary_folder(job_server, monkeypatch, capfd):
+    image = bpy.data.images.new("Painted", 5, 3, alpha=True)  # generated: exported to a temporary folder
+    image_object(image, "Painted Plane")
+    from imageforge.operators import base
+
+    made, mkdtemp = [], tempfile.mkdtemp
+
+    def blocked_mkdtemp(**options):
+        folder = Path(mkdtemp(**options))
+        (folder / "input.png").mkdir()  # a folder where the export goes: Blender's save() fails
+        made.append(folder)
+        return str(folder)
+
+    monkeypatch.setattr(base.tempfile, "mkdtemp", blocked_mkdtemp)
+    capfd.readouterr()
+    assert bpy.ops.imageforge.upscale_image("EXEC_DEFAULT", scale="2") == {"CANCELLED"}  # no traceback
+    output = capfd.readouterr()
+    assert "Blender could not write the pixels of 'Painted'" in output.out + output.err
+    assert "Traceback" not in output.out + output.err
+    assert made and not made[0].exists()
+    assert job_server.submitted == []

@@ -8,7 +8,9 @@ The flow is BlendJob's (execute → submit → modal polling → response → cl
   operator. The operator itself has no UNDO flag: Blender would push a second, empty step when the modal ends.
 - ImageForge errors reach the user as reports; BlendJob reports OSError/RuntimeError/TypeError/ValueError,
   so ImageForge errors from landing are re-raised as RuntimeError with the same sentence.
-- cleanup() removes the temporary input files on every outcome.
+- cleanup() removes the temporary input files on every outcome, an unexpected error in execute() included.
+- Blender signals a file it cannot write with RuntimeError; scene/ turns that into OSError with one sentence,
+  so it reaches the user as a report like any other unwritable file.
 - poll() gives the reason a tool is unavailable as the button's tooltip (poll_message_set).
 
 The runtime is bound at registration (bind()), exactly as JobRuntime.operator_base() does: that class only
@@ -69,6 +71,9 @@ class ImageForgeJobOperator(JobOperatorBase):
             self.report({"WARNING"}, str(error))
             self.cleanup()
             return {"CANCELLED"}
+        except BaseException:
+            self.cleanup()  # an unexpected error still shows its traceback, but leaves no input files behind
+            raise
         self._parameters = parameters
         result = super().execute(context)
         if "CANCELLED" in result:

@@ -62,7 +62,7 @@ def export_pixels(image: bpy.types.Image, path: Path) -> Path:
     """Write the image's current pixels to `path` (PNG for byte images, 32-bit EXR for float ones).
 
     Goes through a temporary copy: `Image.save(filepath=...)` on the user's image would clear its unsaved
-    changes flag and turn generated images into file images.
+    changes flag and turn generated images into file images. A file Blender cannot write raises OSError.
     """
     width, height = image.size
     is_float = image.is_float
@@ -78,7 +78,10 @@ def export_pixels(image: bpy.types.Image, path: Path) -> Path:
         copy.pixels.foreach_set(flat)
         copy.filepath_raw = str(path)
         copy.file_format = "OPEN_EXR" if is_float else "PNG"
-        copy.save()
+        try:
+            copy.save()
+        except RuntimeError as error:  # Blender's only signal that the file could not be written
+            raise OSError(f"Blender could not write the pixels of '{image.name}' to {path}.") from error
     finally:
         bpy.data.images.remove(copy)
     return path
