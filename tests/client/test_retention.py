@@ -10,6 +10,7 @@ from pathlib import Path
 from imageforge.client.retention import (
     RetentionPolicy,
     delete_folders,
+    folder_bytes,
     plan_retention,
     scan_job_folders,
 )
@@ -69,3 +70,60 @@ def test_links_are_never_followed(tmp_path):
     os.symlink(outside, storage / "jobs" / uuid.uuid4().hex)
     assert scan_job_folders(storage) == []
     assert (outside / "keep.txt").read_text() == "mine"
+
+
+def test_files_that_vanish_while_a_folder_is_measured_are_skipped(tmp_path, monkeypatch):
+    # A running job renames files atomically in its folder. Force the two races deterministically:
+    # "listed.tmp" goes right after its folder is listed, "looked-at.tmp" right after it is first stat'ed.
+    folder = make_job(tmp_path, age_days=0, size=100, state="running")
+    (folder / "frames").mkdir()
+    (folder / "frames" / "frame_0001.png").write_bytes(b"f" * 10)
+    (folder / "listed.tmp").write_bytes(b"l" * 1000)
+    (folder / "looked-at.tmp").write_bytes(b"s" * 1000)
+    real_scandir, real_stat, real_lstat = os.scandir, os.stat, os.lstat
+
+    def scandir(path=".", *args, **kwargs):
+        entries = list(real_scandir(path, *args, **kwargs))
+        (folder / "listed.tmp").unlink(missing_ok=True)
+        return _Listing(entries)
+
+    def vanishing_after(real):
+        def call(path, *args, **kwargs):
+            result = real(path, *args, **kwargs)
+            if os.fspath(path).endswith("looked-at.tmp"):
+                (folder / "looked-at.tmp").unlink(missing_ok=True)
+            return result
+
+        return call
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(os, "stat", vanishing_after(real_stat))
+    monkeypatch.setattr(os, "lstat", vanishing_after(real_lstat))
+
+    size = folder_bytes(folder)
+    monkeypatch.undo()
+    assert not (folder / "listed.tmp").exists() and not (folder / "looked-at.tmp").exists()
+    kept = (folder / "job-state.json").stat().st_size + 100 + 10
+    assert size in (kept, kept + 1000)  # looked-at.tmp counts when it was there at its one stat
+
+
+class _Listing:
+    """What os.scandir returns (an iterator and a context manager), over entries already read."""
+
+    def __init__(self, entries):
+        self._entries = iter(entries)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._entries)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_exc):
+        return False
+
+    def close(self):
+        pass

@@ -13,8 +13,10 @@ The plan is computed here (the client sees the same disk); deleting goes through
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -133,9 +135,18 @@ def read_state(folder: Path) -> dict:
 
 
 def folder_bytes(folder: Path) -> int:
-    """Bytes of the regular files inside a folder (links not followed)."""
+    """Bytes of the regular files inside a folder (links not followed).
+
+    A running job renames files atomically in its folder, so an entry listed a moment ago may be gone: such
+    entries (and subfolders that vanish before they are listed) are skipped, never an error.
+    """
     total = 0
-    for entry in folder.rglob("*"):
-        if entry.is_file() and not entry.is_symlink():
-            total += entry.stat().st_size
+    for directory, _folders, names in os.walk(folder):  # os.walk skips folders it cannot list
+        for name in names:
+            try:
+                info = os.lstat(os.path.join(directory, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                total += info.st_size
     return total
