@@ -9,7 +9,7 @@ from blendjob.server import JobContext
 
 from imageforge.contract import Device
 from imageforge.server.app import create_server
-from imageforge.server.inference import ModelManager, job_warner
+from imageforge.server.inference import ModelManager, current_fraction, job_warner
 from tests.kit.onnx_models import upscaler_reference
 
 
@@ -48,3 +48,11 @@ def test_warnings_reach_the_progress_message_and_the_job_log(storage_root, tmp_p
         "NVIDIA CUDA is not available on this computer (no driver); running on CPU.",
     )
     assert "[WARNING] NVIDIA CUDA is not available" in (tmp_path / "job.log").read_text(encoding="utf-8")
+
+
+def test_current_fraction_reads_what_the_job_last_published(storage_root, tmp_path):
+    context = JobContext("job3", "upscale", {}, {}, storage_root, tmp_path)
+    assert current_fraction(context) == 0.0
+    context.progress(0.375, "Upscaling tile 3 of 8")
+    assert current_fraction(context) == 0.375
+    assert current_fraction(object()) == 0.0  # a context without BlendJob's snapshot

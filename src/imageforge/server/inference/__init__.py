@@ -7,7 +7,7 @@ Adapters use the BlendJob resource "models" (a ModelManager):
     handle.provider  # what really ran, for the job's result
 """
 
-from .job_messages import job_warner
+from .job_messages import current_fraction, job_warner
 from .model_manager import ModelManager, SessionHandle
 
-__all__ = ["ModelManager", "SessionHandle", "job_warner"]
+__all__ = ["ModelManager", "SessionHandle", "current_fraction", "job_warner"]

@@ -16,8 +16,12 @@ def job_warner(context: Any) -> Warn:
 
     def warn(message: str) -> None:
         context.log(message, level="WARNING")
-        snapshot = getattr(context, "_snapshot", None)  # BlendJob exposes the current fraction only here
-        fraction = snapshot().get("progress", 0.0) if callable(snapshot) else 0.0
-        context.progress(fraction, message)
+        context.progress(current_fraction(context), message)
 
     return warn
+
+
+def current_fraction(context: Any) -> float:
+    """The fraction the job last published (0 when the context cannot say), to report a new message at."""
+    snapshot = getattr(context, "_snapshot", None)  # BlendJob exposes the current fraction only here
+    return float(snapshot().get("progress", 0.0)) if callable(snapshot) else 0.0

@@ -18,7 +18,7 @@ from ...contract import Device, ModelUnavailableError
 from ...contract.catalog import Family, ModelEntry
 from .. import provenance
 from ..downloads.store import model_status
-from ..inference import SessionHandle, job_warner
+from ..inference import SessionHandle, current_fraction, job_warner
 from ..inference.devices import resolve_device
 
 _REGISTRY: dict[str, type[Adapter]] = {}
@@ -91,7 +91,7 @@ def load_adapter(
     if not model_status(storage_root, entry).ready:
         (download or download_for_job)(context, entry)
     manager = context.resource("models")
-    context.progress(_current_fraction(context), f"Loading {entry.label}")
+    context.progress(current_fraction(context), f"Loading {entry.label}")
     resolved = resolve_device(device, manager.runtime).device
     options = dict(cls.coreml_options) if resolved is Device.COREML else None
     handle = manager.acquire(entry, device, provider_options=options, warn=job_warner(context))
@@ -105,8 +105,3 @@ def download_for_job(context: Any, entry: ModelEntry) -> None:
     from ..jobs.download_models import download_into_job
 
     download_into_job(context, [entry])
-
-
-def _current_fraction(context: Any) -> float:
-    snapshot = getattr(context, "_snapshot", None)
-    return float(snapshot().get("progress", 0.0)) if callable(snapshot) else 0.0
