@@ -10,6 +10,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 import pytest
+from blendjob.operator import JobOperatorBase
 from job_server import run_job_operator
 from result_files import write_exr, write_png_gray16, write_png_rgba
 from scenes import image_object, load_photo, photo_pixels, undo_steps
@@ -203,3 +204,57 @@ def test_an_input_blender_cannot_write_is_a_warning_and_leaves_no_temporary_fold
     assert "Traceback" not in output.out + output.err
     assert made and not made[0].exists()
     assert job_server.submitted == []
+
+
+@pytest.mark.parametrize("generated", [False, True], ids=["file", "generated"])
+def test_an_unreadable_result_leaves_the_image_as_it_was(job_server, photo, capfd, monkeypatch, generated):
+    if generated:  # painted pixels that exist nowhere but in Blender: lost if the image is pointed at a file
+        from imageforge.scene.pixels import write_pixels
+
+        bpy.data.images.remove(bpy.data.images["Photo"])
+        image = bpy.data.images.new("Photo", 8, 6, alpha=True)
+        write_pixels(image, photo)
+        bpy.data.materials["Photo Plane"].node_tree.nodes["Image Texture"].image = image
+    image = bpy.data.images["Photo"]
+    before = (image.source, image.filepath, tuple(image.size))
+
+    def produce(parameters, directory):
+        (directory / "upscale.png").write_bytes(b"\x89PNG\r\n\x1a\n not a PNG after all")
+        return {"upscale": "upscale.png"}
+
+    job_server.producers["upscale-image"] = produce
+    failures = []
+    finish_failure = JobOperatorBase._finish_failure
+
+    def spy(operator, context, job, error):
+        failures.append(str(error))
+        return finish_failure(operator, context, job, error)
+
+    monkeypatch.setattr(JobOperatorBase, "_finish_failure", spy)
+    steps = undo_steps(capfd)
+    assert run_job_operator(bpy.ops.imageforge.upscale_image, scale="2") == {"CANCELLED"}
+    assert len(failures) == 1 and failures[0].startswith("Blender cannot read the result file upscale.png")
+    image = bpy.data.images["Photo"]
+    assert (image.source, image.filepath, tuple(image.size)) == before
+    assert np.allclose(pixels_of("Photo"), photo, atol=BYTE)
+    assert image.packed_file is None
+    assert undo_steps(capfd) == steps
+
+
+def test_a_landing_blender_cannot_write_leaves_the_pixels_as_they_were(job_server, photo, capfd):
+    cutout = photo.copy()
+    cutout[..., 3] = 0.25
+
+    def produce(parameters, directory):
+        write_png_gray16(directory / "alpha.png", cutout[..., 3])
+        write_png_rgba(directory / "cutout.png", cutout)
+        (directory / "landed-Photo.png").mkdir()  # where the refined pixels are written before packing
+        return {"alpha": "alpha.png", "cutout": "cutout.png"}
+
+    job_server.producers["refine-image-selection"] = produce
+    steps = undo_steps(capfd)
+    selection = json.dumps({"box": [2, 1, 6, 4]})
+    assert run_job_operator(bpy.ops.imageforge.refine_selection, selection=selection) == {"CANCELLED"}
+    assert np.allclose(pixels_of("Photo"), photo, atol=BYTE)
+    assert not bpy.data.images["Photo"].is_dirty
+    assert undo_steps(capfd) == steps

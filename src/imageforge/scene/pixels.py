@@ -35,14 +35,20 @@ def write_pixels(image: bpy.types.Image, pixels: np.ndarray) -> None:
 
 @contextlib.contextmanager
 def loaded_image(path: Path, *, data: bool) -> Iterator[bpy.types.Image]:
-    """A temporary image datablock for `path`, removed afterwards. `data`: read values as stored."""
-    image = bpy.data.images.load(str(path), check_existing=False)
+    """A temporary image datablock for `path`, removed afterwards. `data`: read values as stored.
+
+    A file Blender cannot read raises OSError.
+    """
+    try:
+        image = bpy.data.images.load(str(path), check_existing=False)
+    except RuntimeError as error:
+        raise OSError(f"Blender cannot read the result file {Path(path).name}.") from error
     try:
         if data:
             image.colorspace_settings.is_data = True
             image.alpha_mode = "CHANNEL_PACKED"
         if image.size[0] == 0 or image.size[1] == 0:
-            raise OSError(f"Blender cannot read the result file {Path(path).name}")
+            raise OSError(f"Blender cannot read the result file {Path(path).name}.")
         yield image
     finally:
         bpy.data.images.remove(image)
@@ -61,27 +67,32 @@ def read_data_file(path: Path) -> np.ndarray:
 def export_pixels(image: bpy.types.Image, path: Path) -> Path:
     """Write the image's current pixels to `path` (PNG for byte images, 32-bit EXR for float ones).
 
-    Goes through a temporary copy: `Image.save(filepath=...)` on the user's image would clear its unsaved
-    changes flag and turn generated images into file images. A file Blender cannot write raises OSError.
+    Goes through a temporary copy (save_pixels): `Image.save(filepath=...)` on the user's image would clear its
+    unsaved changes flag and turn generated images into file images.
     """
-    width, height = image.size
-    is_float = image.is_float
+    return save_pixels(read_pixels(image), path, is_float=image.is_float, name=image.name)
+
+
+def save_pixels(pixels: np.ndarray, path: Path, *, is_float: bool, name: str) -> Path:
+    """Write (height, width, 4) top-row-first values as stored in a Blender image (raw bytes / 255, or
+    scene-linear premultiplied floats) to `path`: PNG when not `is_float`, else 32-bit EXR.
+
+    A temporary datablock holds them as data with channel-packed alpha, so they are written without colour or
+    alpha conversion. `name` is the image's, for the message when Blender cannot write the file (OSError).
+    """
+    height, width = pixels.shape[:2]
     path = Path(path).with_suffix(".exr" if is_float else ".png")
-    copy = bpy.data.images.new(f".imageforge-export-{image.name}", width, height, alpha=True, float_buffer=is_float)
+    copy = bpy.data.images.new(f".imageforge-export-{name}", width, height, alpha=True, float_buffer=is_float)
     try:
-        # The copy holds the very values Blender stores (raw bytes, or scene-linear premultiplied floats):
-        # as data with channel-packed alpha they are written without colour or alpha conversion.
         copy.colorspace_settings.is_data = True
         copy.alpha_mode = "CHANNEL_PACKED"
-        flat = np.empty(width * height * 4, dtype=np.float32)
-        image.pixels.foreach_get(flat)
-        copy.pixels.foreach_set(flat)
+        write_pixels(copy, pixels)
         copy.filepath_raw = str(path)
         copy.file_format = "OPEN_EXR" if is_float else "PNG"
         try:
             copy.save()
         except RuntimeError as error:  # Blender's only signal that the file could not be written
-            raise OSError(f"Blender could not write the pixels of '{image.name}' to {path}.") from error
+            raise OSError(f"Blender could not write the pixels of '{name}' to {path}.") from error
     finally:
         bpy.data.images.remove(copy)
     return path

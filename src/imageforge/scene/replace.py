@@ -12,23 +12,30 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from .pixels import export_pixels, read_data_file, read_pixels, write_pixels
+from .pixels import loaded_image, read_data_file, read_pixels, save_pixels
 
 
 def replace_from_file(image: bpy.types.Image, result: Path) -> None:
     """Point the image at the result file, load and pack it; colour space and alpha mode as before.
 
+    The result is read into a temporary datablock first: a file Blender cannot read raises OSError and leaves
+    the image exactly as it was (a generated or painted image would lose its pixels once pointed at a file).
     The colour space is kept only when the result is stored like the original (both byte or both float):
     an 8-bit PNG result of a float EXR must be read as the PNG it is.
     """
+    with loaded_image(result, data=False):
+        pass  # readable, with pixels
     colorspace = image.colorspace_settings.name
     alpha_mode = image.alpha_mode
     was_float = image.is_float
+    source, filepath = image.source, image.filepath
     image.source = "FILE"
     image.filepath = str(result)
     image.reload()
-    if image.size[0] == 0:
-        raise OSError(f"Blender cannot read the result file {Path(result).name}")
+    if image.size[0] == 0:  # unreadable after all (changed on disk since): point the image back
+        image.source, image.filepath = source, filepath
+        image.reload()
+        raise OSError(f"Blender cannot read the result file {Path(result).name}.")
     if image.is_float == was_float:
         image.colorspace_settings.name = colorspace
     image.alpha_mode = alpha_mode
@@ -61,10 +68,14 @@ def _replace_with_pixels(image: bpy.types.Image, pixels: np.ndarray, directory: 
     """Write the new pixels to a file next to the job's results, then replace from that file.
 
     Packing a changed buffer directly (Image.pack on a dirty image) re-encodes it and was seen to drop the
-    alpha channel of byte images; packing a written file keeps every value.
+    alpha channel of byte images; packing a written file keeps every value. The pixels go to the file, never
+    into the image itself, so a file that cannot be written leaves the image as it was.
     """
-    write_pixels(image, pixels)
-    landed = export_pixels(image, Path(directory) / f"landed-{_safe(image.name)}")
+    if pixels.shape[:2] != (image.size[1], image.size[0]):
+        size = f"{image.size[0]}×{image.size[1]}"
+        raise ValueError(f"The new pixels are {pixels.shape[1]}×{pixels.shape[0]}, image '{image.name}' is {size}.")
+    path = Path(directory) / f"landed-{_safe(image.name)}"
+    landed = save_pixels(pixels, path, is_float=image.is_float, name=image.name)
     replace_from_file(image, landed)
 
 
