@@ -40,8 +40,19 @@ def _download(context: Any, keys: list[str] | None) -> dict[str, str]:
     return {"manifest": MANIFEST}
 
 
-def download_into_job(context: Any, entries: list[ModelEntry]) -> dict[str, dict[str, str]]:
-    """Make `entries` ready inside any job (an image job fetching its missing model), with its progress."""
+def download_into_job(
+    context: Any, entries: list[ModelEntry], *, within: tuple[float, float] = (0.0, 1.0)
+) -> dict[str, dict[str, str]]:
+    """Make `entries` ready inside any job (an image job fetching its missing model), with its progress.
+
+    The download's own 0 → 1 fills `within` of the job's bar (an image job gives it the share before its
+    model runs); the message (file, percentage, speed) is the download's own.
+    """
+    start, end = within
+
+    def report(fraction: float, message: str) -> None:
+        context.progress(start + (end - start) * fraction, message)
+
     try:
         sources: DownloadSources = context.resource(RESOURCE)
     except KeyError:  # a server built without the resource still downloads, from the hub first
@@ -51,7 +62,7 @@ def download_into_job(context: Any, entries: list[ModelEntry]) -> dict[str, dict
             Path(context.storage_root),
             entries,
             sources=sources,
-            report=context.progress,
+            report=report,
             cancelled=lambda: _cancel_requested(context),
             log=context.log,
         )

@@ -1,9 +1,10 @@
 """What every image job does around its model: stage progress with cancellation checks, loading the adapter,
 and saying in the job log what really ran where and how long the model itself took.
 
-Progress runs 0 → 0.1 while the model is prepared (a download reports its own bytes), 0.1 → 0.95 while
-the model runs (tiles, frames), then to 1 while the result is written. Every report checks cancellation
-first, so a cancelled job stops at the next tile or frame.
+Progress runs 0 → 0.1 while the model is prepared (a missing model's download fills 0 → `DOWNLOAD_END`
+with its bytes and speed, below the 0.08 at which jobs read their input), 0.1 → 0.95 while the model runs
+(tiles, frames), then to 1 while the result is written. Every report checks cancellation first, so a
+cancelled job stops at the next tile or frame.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from typing import Any, TypeVar
 
 from ...contract import Device, ModelUnavailableError
 from ...contract.catalog import Family, load_catalog
+from ..inference import current_fraction
 from ..models import Adapter, load_adapter
 
 A = TypeVar("A", bound=Adapter)
 RUN_START, RUN_END, WRITING = 0.1, 0.95, 0.96
+DOWNLOAD_END = 0.07  # where an in-job model download ends: before "Reading input" (0.08) and RUN_START
 
 
 class JobProgress:
@@ -41,9 +44,9 @@ def prepare_adapter(
 ) -> A:
     """Resolve the catalog entry (null: the family default), fetch it if missing, and load its adapter,
     which must be an `expect` (a custom catalog can name any adapter of the family)."""
-    progress.stage(0.0, "Preparing model")
+    progress.stage(current_fraction(context), "Preparing model")  # a job's second model keeps the bar where it is
     entry = load_catalog().resolve(model, family)
-    adapter = load_adapter(context, entry, device)
+    adapter = load_adapter(context, entry, device, download_until=DOWNLOAD_END)
     if not isinstance(adapter, expect):
         raise ModelUnavailableError(
             f"{entry.label} ({entry.adapter}) cannot run this job; choose another {family.value} model."

@@ -84,12 +84,19 @@ def load_adapter(
     device: Device,
     *,
     download: Callable[[Any, ModelEntry], None] | None = None,
+    download_until: float = 1.0,
 ) -> Adapter:
-    """Make `entry` ready (downloading it if needed) and return its adapter on a session for `device`."""
+    """Make `entry` ready (downloading it if needed) and return its adapter on a session for `device`.
+
+    A download fills the job's bar from where it stands to `download_until` (see `download_for_job`).
+    """
     cls = adapter_class(entry)
     storage_root = Path(context.storage_root)
     if not model_status(storage_root, entry).ready:
-        (download or download_for_job)(context, entry)
+        if download is not None:
+            download(context, entry)
+        else:
+            download_for_job(context, entry, until=download_until)
     manager = context.resource("models")
     context.progress(current_fraction(context), f"Loading {entry.label}")
     resolved = resolve_device(device, manager.runtime).device
@@ -100,8 +107,13 @@ def load_adapter(
     return adapter
 
 
-def download_for_job(context: Any, entry: ModelEntry) -> None:
-    """Fetch a missing model inside the job that needs it, reporting bytes and speed in its message."""
+def download_for_job(context: Any, entry: ModelEntry, *, until: float = 1.0) -> None:
+    """Fetch a missing model inside the job that needs it, reporting bytes and speed in its message.
+
+    The bar moves from where the job stands to `until` (never backwards, never into the share of the
+    stages that follow).
+    """
     from ..jobs.download_models import download_into_job
 
-    download_into_job(context, [entry])
+    start = current_fraction(context)
+    download_into_job(context, [entry], within=(start, max(start, until)))
