@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import time
 from pathlib import Path
 
 import pytest
+from blendjob.server import JobContext
 
+from imageforge.contract.jobs import DownloadModelParams
 from imageforge.server.app import create_server
+from imageforge.server.jobs.download_models import run_download_model
 from tests.kit.catalog import catalog_entry, write_catalog
 from tests.kit.hub import Blackhole
 
@@ -116,3 +120,25 @@ def test_the_downloads_resource_shows_the_mirror_after_the_hub_fails(root, catal
             server.close()
     assert snapshot["source"] == "mirror" and snapshot["mirror"] == hub.mirror
     assert snapshot["switched_at"] is not None and "timed out" in snapshot["reason"]
+
+
+def test_a_manifest_write_that_fails_midway_leaves_no_partial_manifest(server, root, monkeypatch):
+    # Force a disk that fills up half way through writing manifest.json: readers must never find half a file.
+    directory = root / "jobs" / "manifest-job"
+    directory.mkdir(parents=True)
+    context = JobContext("manifest-job", "download-model", {}, server.resources, root, directory)
+    real_write_text = Path.write_text
+
+    def half_then_full(self: Path, data: str, *args, **kwargs):
+        if "manifest" not in self.name:
+            return real_write_text(self, data, *args, **kwargs)
+        real_write_text(self, data[: len(data) // 2], *args, **kwargs)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", half_then_full)
+    with pytest.raises(OSError, match="No space left"):
+        run_download_model(context, DownloadModelParams(model="BASE"))
+    monkeypatch.undo()
+
+    assert (root / "models" / "base" / "model.onnx").read_bytes() == BASE  # the download itself succeeded
+    assert not any("manifest" in path.name for path in directory.iterdir()), list(directory.iterdir())

@@ -8,7 +8,6 @@ job ends `cancelled` with the `.part` files kept for the next attempt.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from ...contract.jobs import DownloadModelParams, DownloadRequiredModelsParams
 from ..downloads.failures import DownloadCancelled
 from ..downloads.install import ensure_models
 from ..downloads.sources import DownloadSources
+from ..media import write_json
 
 MANIFEST = "manifest.json"
 RESOURCE = "downloads"
@@ -36,7 +36,7 @@ def _download(context: Any, keys: list[str] | None) -> dict[str, str]:
     catalog = load_catalog()
     entries = [catalog.get(key) for key in keys] if keys is not None else list(catalog.defaults)
     outcome = download_into_job(context, entries)
-    (Path(context.directory) / MANIFEST).write_text(json.dumps({"models": outcome}, indent=2), encoding="utf-8")
+    write_json(Path(context.directory) / MANIFEST, {"models": outcome})
     return {"manifest": MANIFEST}
 
 
