@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import sys
+import threading
 import time
 import weakref
 
@@ -205,3 +207,37 @@ def test_threads_override_per_acquire_reloads_with_it(storage_root, upscaler, fa
     models.acquire(upscaler)
     models.acquire(upscaler, threads=5)
     assert [creation.options["intra_op_num_threads"] for creation in runtime.module.creations] == [2, 5]
+
+
+def test_snapshot_never_trips_over_cpu_pins_added_by_a_running_job(storage_root, upscaler, fake_runtime):
+    # /health calls snapshot() on its own thread while a job's accelerator failure pins a model to the CPU.
+    # Each acquire with another thread count is a new session key, so every failed run adds one pin.
+    runtime = fake_runtime("Windows", DML)
+    models = ModelManager(storage_root, detect=lambda: runtime, threads=2)
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def health() -> None:
+        while not done.is_set():
+            try:
+                models.snapshot()
+            except Exception as error:  # "dictionary changed size during iteration"
+                failures.append(error)
+                return
+
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: force the race
+    poller = threading.Thread(target=health)
+    poller.start()
+    try:
+        for threads in range(1, 801):
+            runtime.module.fail_run[DML] = [RuntimeException("887A0005 device removed")]
+            models.acquire(upscaler, "directml", threads=threads).run({"input": IMAGE}, last_run=True)
+            if failures:
+                break
+    finally:
+        done.set()
+        poller.join()
+        sys.setswitchinterval(previous)
+    assert failures == []
+    assert models.snapshot()["cpu_only"] == ["KIT_UPSCALER"]

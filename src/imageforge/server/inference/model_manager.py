@@ -81,7 +81,7 @@ class ModelManager:
         self._load_lock = threading.RLock()  # held while loading: acquire, clear and close
         self._state_lock = threading.Lock()  # held briefly: what snapshot() reads
         self._loaded: dict[Family, tuple[tuple, LoadedSession]] = {}
-        self._cpu_pins: dict[tuple, str] = {}  # models whose accelerator failed while running → why
+        self._cpu_pins: dict[tuple, str] = {}  # models whose accelerator failed while running → why (_state_lock)
         self._closed = False
 
     def start_detection(self) -> None:
@@ -141,7 +141,7 @@ class ModelManager:
             else:
                 self._release(entry.family)
                 loaded = self._load(runtime, entry.family, key, request)
-        for message in (choice.warning, self._cpu_pins.get(key) or loaded.current().fallback):
+        for message in (choice.warning, self._cpu_pin(key) or loaded.current().fallback):
             if message:
                 log.warning("%s", message)
                 if warn is not None:
@@ -149,8 +149,9 @@ class ModelManager:
         return SessionHandle(entry.family, entry.key, Device(device), loaded, warn)
 
     def snapshot(self) -> dict[str, Any]:
-        with self._state_lock:
+        with self._state_lock:  # a job thread adds sessions and CPU pins meanwhile: copy both under the lock
             current = [(family, key, session, session.created) for family, (key, session) in self._loaded.items()]
+            cpu_only = sorted({key[0] for key in self._cpu_pins})
         loaded = [
             {
                 "family": family.value,
@@ -178,7 +179,7 @@ class ModelManager:
             ),
             "detecting": not self._detected.is_set(),
             "threads": self.threads,
-            "cpu_only": sorted({key[0] for key in self._cpu_pins}),
+            "cpu_only": cpu_only,
         }
 
     def clear(self) -> None:
@@ -213,14 +214,22 @@ class ModelManager:
         return paths
 
     def _load(self, runtime: OrtRuntime, family: Family, key: tuple, request: SessionRequest) -> LoadedSession:
-        pinned = replace(request, device=Device.CPU) if key in self._cpu_pins else request
+        pinned = replace(request, device=Device.CPU) if self._cpu_pin(key) is not None else request
         created = create_session(runtime, pinned, coreml_cache=self._coreml_cache)
         log.info("Loaded %s on %s in %.3f s", request.name, created.provider, created.load_seconds)
         loaded = LoadedSession(runtime, request, created)
-        loaded.on_cpu_fallback = lambda message: self._cpu_pins.__setitem__(key, message)
+        loaded.on_cpu_fallback = lambda message: self._pin_to_cpu(key, message)  # called on the job's thread
         with self._state_lock:
             self._loaded[family] = (key, loaded)
         return loaded
+
+    def _pin_to_cpu(self, key: tuple, message: str) -> None:
+        with self._state_lock:
+            self._cpu_pins[key] = message
+
+    def _cpu_pin(self, key: tuple) -> str | None:
+        with self._state_lock:
+            return self._cpu_pins.get(key)
 
     def _release(self, family: Family) -> None:
         with self._state_lock:
