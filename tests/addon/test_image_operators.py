@@ -140,9 +140,10 @@ def test_upscale_target_size_follows_the_maximum_input_size():
 
 
 def test_refine_selection_changes_only_the_selected_pixels(job_server, photo, capfd):
-    matte = np.full((6, 8), 0.25, dtype=np.float32)
+    matte = np.zeros((6, 8), dtype=np.float32)
+    matte[1:4, 2:6] = 0.25  # the server's matte is zero outside the (grown) selection
     cutout = photo.copy()
-    cutout[..., 3] = 0.25
+    cutout[..., 3] = matte
 
     def produce(parameters, directory):
         write_png_gray16(directory / "alpha.png", matte)
@@ -161,6 +162,53 @@ def test_refine_selection_changes_only_the_selected_pixels(job_server, photo, ca
     assert np.allclose(alpha[inside], 0.25, atol=BYTE)
     assert np.allclose(alpha[~inside], 1.0)
     assert undo_steps(capfd)[-1] == "Refine Selection"
+
+
+@pytest.mark.parametrize("suffix", [".png", ".exr"])
+def test_refine_selection_lands_the_soft_edge_the_server_grew_into(job_server, tmp_path, suffix):
+    photo = photo_pixels(40, 30, seed=7)
+    image = load_photo(tmp_path / f"photo{suffix}", photo)
+    image.name = "Photo"
+    image_object(image)
+    box = [10, 8, 30, 22]  # grown by max(2, round(5% of 20)) = 2 px on the server
+    matte = np.zeros((30, 40), dtype=np.float32)
+    matte[8:22, 10:30] = 0.5
+    matte[10:20, 30] = 0.6  # a soft edge just outside the drawn box, inside the grown band
+    matte[10:20, 31] = 0.3
+    cutout = photo.copy()
+    cutout[..., 3] = matte
+
+    def produce(parameters, directory):
+        write_png_gray16(directory / "alpha.png", matte)
+        write_png_rgba(directory / "cutout.png", cutout)
+        return {"alpha": "alpha.png", "cutout": "cutout.png"}
+
+    job_server.producers["refine-image-selection"] = produce
+    outcome = run_job_operator(bpy.ops.imageforge.refine_selection, selection=json.dumps({"box": box}))
+    assert outcome == {"FINISHED"}
+    alpha = pixels_of("Photo")[..., 3]
+    assert np.allclose(alpha[10:20, 30], 0.6, atol=BYTE) and np.allclose(alpha[10:20, 31], 0.3, atol=BYTE)
+    assert np.allclose(alpha[8:22, 10:30], 0.5, atol=BYTE)
+    landed = np.zeros((30, 40), dtype=bool)
+    landed[8:22, 10:30] = landed[10:20, 30:32] = True
+    assert np.allclose(alpha[~landed], 1.0)  # the grown band's zeros and everything beyond keep the image
+    if suffix == ".png":
+        assert np.allclose(pixels_of("Photo")[..., :3], photo[..., :3], atol=BYTE)
+
+
+def test_refined_region_is_the_selection_plus_the_matte_inside_the_servers_crop():
+    from imageforge.scene.selection import refined_region, selection_crop, selection_grow
+
+    lasso = {"lasso": [[10, 10], [110, 10], [60, 70]]}
+    assert selection_grow(lasso) == 5 and selection_grow({"box": [0, 0, 10, 10]}) == 2  # the server's rule
+    assert selection_crop(lasso, 32, 200, 100) == (0, 0, 147, 100)
+    assert selection_crop({"box": [50.5, 40, 60, 50]}, 0, 200, 100) == (48, 38, 62, 52)
+    matte = np.zeros((100, 200), dtype=np.float32)
+    matte[40:45, 100:105] = 0.2  # beside the triangle: the band the server grew into
+    matte[:, 160:] = 1.0  # beyond the crop (148 px with padding 32): never lands
+    region = refined_region(lasso, 32, matte)
+    assert region[40:45, 100:105].all() and not region[:, 147:].any()
+    assert region[20, 60] and not region[80, 60]  # the selection lands even where the matte is zero
 
 
 def test_bad_requests_are_warnings_and_submit_nothing(job_server, photo):

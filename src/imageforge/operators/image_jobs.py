@@ -14,8 +14,9 @@ from ..contract.catalog import Family
 from ..contract.jobs import OutputKind
 from ..contract.parameters import Selection
 from ..scene.active_image import find_active_image, image_problem, job_input_path
+from ..scene.pixels import read_data_file
 from ..scene.replace import matte_from_file, multiply_alpha, replace_from_file, replace_within
-from ..scene.selection import selection_mask
+from ..scene.selection import refined_region
 from .availability import NO_IMAGE, tool_reason
 from .base import ImageForgeJobOperator
 
@@ -173,7 +174,7 @@ def target_size(image: bpy.types.Image, scale: int) -> tuple[int, int]:
 
 
 class IMAGEFORGE_OT_refine_selection(ImageTool, ImageForgeJobOperator, bpy.types.Operator):
-    """Refine the background matte inside a drawn box or lasso; only that region of the image changes"""
+    """Refine the background matte inside a drawn box or lasso; only that region and its soft edge change"""
 
     bl_idname = "imageforge.refine_selection"
     bl_label = "Refine Selection"
@@ -203,12 +204,17 @@ class IMAGEFORGE_OT_refine_selection(ImageTool, ImageForgeJobOperator, bpy.types
         }
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
+        # The server's matte reaches a little beyond the drawn selection (soft edges it grew into): it lands
+        # wherever it is defined around the selection, not only inside it (scene/selection.py refined_region).
         image = self.landed_image()
-        mask = selection_mask(self._selection, *image.size)
         if self._float:
-            multiply_alpha(image, matte_from_file(result.file("alpha")), result.directory, mask)
+            matte = matte_from_file(result.file("alpha"))
+            mask = refined_region(self._selection, self.padding, matte)
+            multiply_alpha(image, matte, result.directory, mask)
         else:
-            replace_within(image, result.file("cutout"), mask)
+            cutout = read_data_file(result.file("cutout"))
+            mask = refined_region(self._selection, self.padding, cutout[..., 3])
+            replace_within(image, cutout, mask, result.directory)
         return f"Refined {int(mask.sum())} pixels of '{image.name}'"
 
 

@@ -55,13 +55,15 @@ def multiply_alpha(image: bpy.types.Image, matte: np.ndarray, directory: Path, m
     _replace_with_pixels(image, pixels * factor[..., None], directory)
 
 
-def replace_within(image: bpy.types.Image, result: Path, mask: np.ndarray) -> None:
-    """Take the result's RGBA where `mask` is true and keep the image elsewhere (byte images)."""
+def replace_within(image: bpy.types.Image, replacement: np.ndarray, mask: np.ndarray, directory: Path) -> None:
+    """Take `replacement`'s RGBA (as read by read_data_file) where `mask` is true, keep the image elsewhere.
+
+    For byte images: a byte PNG read as data holds raw values, like the byte image's own pixels.
+    """
     pixels = read_pixels(image)
-    replacement = read_data_file(result)  # byte PNG: raw values, like the byte image's own pixels
     if replacement.shape != pixels.shape:
         raise ValueError(f"The result is {replacement.shape[1]}×{replacement.shape[0]}, not the image's size")
-    _replace_with_pixels(image, np.where(mask[..., None], replacement, pixels), Path(result).parent)
+    _replace_with_pixels(image, np.where(mask[..., None], replacement, pixels), directory)
 
 
 def _replace_with_pixels(image: bpy.types.Image, pixels: np.ndarray, directory: Path) -> None:

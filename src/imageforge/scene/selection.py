@@ -126,3 +126,47 @@ def selection_mask(selection: dict, width: int, height: int) -> np.ndarray:
         for left, right in zip(xs[0::2], xs[1::2], strict=False):
             mask[row] |= (centres >= left) & (centres < right)
     return mask
+
+
+# -- where a refined matte lands ----------------------------------------------------------------------------------
+# The server analyses a crop around the selection (its bounds plus grow and `padding` pixels) and confines the
+# matte to the selection grown by GROW_FRACTION of its longer side, at least MIN_GROW pixels
+# (server/jobs/selection_mask.py): soft edges just outside what was drawn are part of the result, and the
+# matte is zero outside that grown region. The grown band is drawn by Pillow as a wide line, which the add-on
+# cannot reproduce exactly (and which leaves the odd pixel near the outline out), so the add-on does not redraw
+# it: the result lands inside the selection and, within the server's crop, wherever the matte is non-zero. A
+# zero outside the selection may mean "outside the band" as well as "background", so there the image is kept.
+GROW_FRACTION = 0.05  # the server's values
+MIN_GROW = 2
+
+
+def selection_grow(selection: dict) -> int:
+    """Pixels the server grows `selection` by: max(MIN_GROW, round(GROW_FRACTION × longer side of its bounds))."""
+    left, top, right, bottom = selection_bounds(selection)
+    return max(MIN_GROW, round(GROW_FRACTION * max(right - left, bottom - top)))
+
+
+def selection_crop(selection: dict, padding: int, width: int, height: int) -> tuple[int, int, int, int]:
+    """The (x0, y0, x1, y1) the server analyses for `selection` with `padding` context pixels, inside the image."""
+    left, top, right, bottom = selection_bounds(selection)
+    reach = selection_grow(selection) + padding
+    return (
+        max(0, math.floor(left) - reach),
+        max(0, math.floor(top) - reach),
+        min(width, math.ceil(right) + reach),
+        min(height, math.ceil(bottom) + reach),
+    )
+
+
+def refined_region(selection: dict, padding: int, matte: np.ndarray) -> np.ndarray:
+    """(height, width) booleans, top row first: where a full-size refined `matte` lands (see above).
+
+    Every pixel of the selection, plus the pixels of the server's crop where the matte is non-zero; nothing
+    outside the crop, so a matte that were not confined could still never change the rest of the image.
+    """
+    height, width = matte.shape
+    region = selection_mask(selection, width, height)
+    x0, y0, x1, y1 = selection_crop(selection, padding, width, height)
+    if x0 < x1 and y0 < y1:
+        region[y0:y1, x0:x1] |= matte[y0:y1, x0:x1] > 0.0
+    return region
