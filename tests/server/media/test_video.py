@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from fractions import Fraction
 
 import av
@@ -151,3 +152,32 @@ def test_failed_video_write_leaves_nothing(tmp_path):
             writer.write(frame.image.pixels, frame.pts)
             raise RuntimeError("cancelled")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.mp4"]
+
+
+def _open_files() -> set[str]:
+    names = set()
+    for descriptor in os.listdir("/proc/self/fd"):
+        try:
+            names.add(os.readlink(f"/proc/self/fd/{descriptor}"))
+        except OSError:
+            continue  # closed meanwhile (the listing's own descriptor)
+    return names
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="lists open files through /proc")
+def test_audio_the_output_container_cannot_hold_fails_without_leaking_the_source(tmp_path):
+    # A ".webm" that is really Matroska with FLAC audio (WebM cannot hold FLAC): the result is WebM, so adding
+    # the audio stream fails at once, and the source opened to copy it from must be closed again at once.
+    path = makers.video(tmp_path / "clip.webm", codec="libvpx-vp9", fmt="matroska", frames=4, audio="flac")
+    source = open_input(str(path))
+    assert source.has_audio
+    plan = plan_video_output(source.video, size=(source.width, source.height), alpha=False)
+    assert plan.container_format == "webm"
+    out = tmp_path / f"out{plan.suffix}"
+
+    with pytest.raises(ValueError, match="flac") as failure, VideoWriter(out, plan, audio_from=source.path):
+        pass
+
+    assert failure.value.__traceback__ is not None  # the failed frames (and what they opened) are still alive
+    assert str(path.resolve()) not in _open_files()
+    assert list(tmp_path.iterdir()) == [path]  # no partial output either

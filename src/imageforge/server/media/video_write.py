@@ -28,10 +28,15 @@ class AudioCopier:
 
     def __init__(self, source: Path, output: av.container.OutputContainer):
         self._input = av.open(str(source))
-        streams = list(self._input.streams.audio)
+        try:
+            streams = list(self._input.streams.audio)
+            # Raises when the output container cannot hold the codec (FLAC into WebM): close the source first.
+            self._targets = {stream.index: output.add_stream_from_template(stream) for stream in streams}
+            self._packets = self._input.demux(*streams) if streams else iter(())
+        except BaseException:
+            self._input.close()
+            raise
         self._output = output
-        self._targets = {stream.index: output.add_stream_from_template(stream) for stream in streams}
-        self._packets = self._input.demux(*streams) if streams else iter(())
         self._pending: av.Packet | None = None
 
     def copy_until(self, seconds: float | None) -> None:
