@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .retention import FINISHED_STATES, JOB_FOLDER, folder_bytes, read_state
+from ..contract.job_state import FINISHED_STATES, STATE_FILE, read_state
+from .retention import JOB_FOLDER, folder_bytes
 
 DEFAULT_MAX_AGE = 10.0  # seconds a summary is trusted when nothing visible changed
 
@@ -70,7 +71,7 @@ class JobUsageMeter:
             if not JOB_FOLDER.fullmatch(path.name) or path.is_symlink() or not path.is_dir():
                 continue
             count += 1
-            state_mtime = _mtime(path / "job-state.json")
+            state_mtime = _mtime(path / STATE_FILE)
             remembered = self._finished.get(path)
             if remembered is not None and remembered[0] == state_mtime:
                 size = remembered[1]

@@ -12,7 +12,6 @@ The plan is computed here (the client sees the same disk); deleting goes through
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -22,8 +21,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..contract.job_state import FINISHED_STATES, read_state
+
 JOB_FOLDER = re.compile(r"[0-9a-f]{32}")
-FINISHED_STATES = frozenset({"succeeded", "failed", "cancelled"})
 DAY = 86400.0
 
 
@@ -123,15 +123,6 @@ def _resolved(path: Path) -> Path:
         return Path(path).resolve()
     except OSError:
         return Path(path).absolute()
-
-
-def read_state(folder: Path) -> dict:
-    """A job folder's `job-state.json` as a dict; {} when missing or unreadable."""
-    try:
-        value = json.loads((folder / "job-state.json").read_text(encoding="utf-8"))
-        return value if isinstance(value, dict) else {}
-    except (OSError, ValueError):
-        return {}
 
 
 def folder_bytes(folder: Path) -> int:

@@ -19,8 +19,9 @@ from typing import Any
 from blendjob.server import JobCancelled
 
 from ..contract import CapabilityUnavailableError, ImageForgeError, JobSpec, ResourceExhaustedError
+from ..contract.job_state import JobState
 from . import provenance
-from .job_folders import JobState, clear_outputs, write_state
+from .job_folders import clear_outputs, write_state
 
 Runner = Callable[[Any, Any], dict[str, str]]
 

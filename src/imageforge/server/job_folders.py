@@ -1,4 +1,5 @@
-"""Job folder bookkeeping: the state marker each folder carries, output clean-up, and crash recovery."""
+"""Job folder bookkeeping: writing the state marker each folder carries (its format and reader are in
+contract/job_state.py, shared with the client), output clean-up, and crash recovery."""
 
 from __future__ import annotations
 
@@ -6,19 +7,12 @@ import json
 import os
 import shutil
 import time
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-STATE_FILE = "job-state.json"
+from ..contract.job_state import STATE_FILE, JobState, read_state
+
 KEPT_FILES = frozenset({"job.log", STATE_FILE})
-
-
-class JobState(StrEnum):
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
 
 
 def write_state(directory: Path, state: JobState, **details: Any) -> None:
@@ -27,14 +21,6 @@ def write_state(directory: Path, state: JobState, **details: Any) -> None:
     temporary = directory / f".{STATE_FILE}.tmp"
     temporary.write_text(json.dumps(payload), encoding="utf-8")
     os.replace(temporary, directory / STATE_FILE)
-
-
-def read_state(directory: Path) -> dict[str, Any]:
-    try:
-        value = json.loads((directory / STATE_FILE).read_text(encoding="utf-8"))
-        return value if isinstance(value, dict) else {}
-    except (OSError, ValueError):
-        return {}
 
 
 def clear_outputs(directory: Path) -> None:
