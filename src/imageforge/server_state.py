@@ -1,9 +1,11 @@
 """Read the job server's health snapshot, defensively.
 
 BlendJob's poll timer keeps `runtime.server.snapshot` current: `{"state": ..., "message": ...}` plus, while a
-server answers, `active_job` and `resources` (each resource's `snapshot()`). The "models" resource is written
-by another part of the project and may lag behind or change shape, so every reader here accepts missing keys
-and wrong types and falls back to "unknown" instead of raising inside a panel's draw().
+server answers, `active_job` and `resources` (each resource's `snapshot()`). The readers follow exactly what
+the server's resources write: "models" is ModelManager.snapshot() (server/inference/model_manager.py: `loaded`,
+`devices`, ...), "downloads" is DownloadSources.snapshot() (server/downloads/sources.py: `source` is "hub" or
+"mirror", `mirror` the mirror's URL). A server of another version may still send something else, so a missing
+key or a wrong type reads as "not reported" instead of raising inside a panel's draw().
 
 No bpy here: panels, preferences and tests share these plain functions.
 """
@@ -81,39 +83,21 @@ def offered_devices(snapshot: Mapping[str, Any] | None) -> list[Device] | None:
 
 
 def loaded_models(snapshot: Mapping[str, Any] | None) -> list[LoadedModel]:
-    """Loaded sessions from the models resource (`loaded`, or `sessions`), skipping malformed entries."""
-    models = resource(snapshot, "models")
-    raw = models.get("loaded", models.get("sessions"))
-    if isinstance(raw, Mapping):  # {"background": {...}, ...} keyed by family
-        raw = [{"family": family, **_mapping(entry)} for family, entry in raw.items()]
+    """The sessions the server holds (`models.loaded`: family, model, and the device that really runs it)."""
+    raw = resource(snapshot, "models").get("loaded")
     loaded = []
     for entry in raw if isinstance(raw, (list, tuple)) else ():
         entry = _mapping(entry)
-        model = entry.get("model") or entry.get("key")
-        if not model:
-            continue
-        device = entry.get("provider_device") or entry.get("device") or "?"
-        loaded.append(LoadedModel(str(entry.get("family") or ""), str(model), str(device)))
+        if entry.get("model"):
+            loaded.append(
+                LoadedModel(str(entry.get("family") or ""), str(entry["model"]), str(entry.get("device") or "?"))
+            )
     return loaded
 
 
-def ready_models(snapshot: Mapping[str, Any] | None) -> set[str] | None:
-    """Model keys the server verified as ready (`models.ready`), None when it does not say."""
-    raw = resource(snapshot, "models").get("ready")
-    if isinstance(raw, (list, tuple)):
-        return {str(key) for key in raw}
-    if isinstance(raw, Mapping):
-        return {str(key) for key, ready in raw.items() if ready}
-    return None
-
-
 def uses_mirror(snapshot: Mapping[str, Any] | None) -> bool:
-    """True when the server switched model downloads to the mirror (recorded by the download code)."""
-    for name in ("downloads", "models"):
-        entry = resource(snapshot, name)
-        if entry.get("mirror") is True or str(entry.get("source", "")).lower() == "mirror":
-            return True
-    return False
+    """True when the server switched model downloads to the mirror (`downloads.source` is "mirror")."""
+    return resource(snapshot, "downloads").get("source") == "mirror"
 
 
 def active_job_progress(snapshot: Mapping[str, Any] | None) -> JobProgress | None:

@@ -51,8 +51,8 @@ def test_depth_plane_mesh_camera_and_material_reproduce_the_photo(job_server, ph
     weight[:, :8] = 0.0  # the left quarter is invalid: no faces there
 
     def produce(parameters, directory):
-        metadata = {"image_size": list(DEPTH_SIZE), "intrinsics": {"fx": FX, "fy": FY, "cx": CX, "cy": CY}}
-        return write_depth(directory, weight, {**metadata, "reference_depth": 2.7})
+        metadata = {"image_size": list(DEPTH_SIZE), "analysed_size": list(DEPTH_SIZE), "fx": FX, "fy": FY}
+        return write_depth(directory, weight, {**metadata, "cx": CX, "cy": CY, "reference_depth": 2.7})
 
     job_server.producers["generate-depth-plane-geometry"] = produce
     assert run_job_operator(bpy.ops.imageforge.depth_plane, subdivisions=4) == {"FINISHED"}
@@ -119,10 +119,29 @@ def test_depth_plane_mesh_camera_and_material_reproduce_the_photo(job_server, ph
 def test_portrait_photos_fit_the_sensor_vertically():
     from imageforge.scene.intrinsics import camera_fit, parse_metadata
 
-    fit = camera_fit(parse_metadata({"width": 300, "height": 600, "fx": 500, "fy": 500, "cx": 150, "cy": 330}))
+    metadata = {"image_size": [300, 600], "fx": 500, "fy": 500, "cx": 150, "cy": 330, "reference_depth": 2.0}
+    fit = camera_fit(parse_metadata(metadata))
     assert (fit.sensor_fit, fit.resolution) == ("VERTICAL", (300, 600))
     assert fit.lens == pytest.approx(500 * 36 / 600)
     assert fit.shift_y == pytest.approx(30 / 600)
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"width": 300, "height": 600, "fx": 500, "fy": 500, "cx": 150, "cy": 330, "reference_depth": 2.0},
+        {"image_size": [300, 600], "intrinsics": {"fx": 500, "fy": 500, "cx": 150, "cy": 330}},
+        {"size": {"width": 300, "height": 600}, "fx": 500, "fy": 500, "cx": 150, "cy": 330, "reference_depth": 2.0},
+        {"image_size": [300, 600], "fx": 500, "fy": 500, "cx": 150, "cy": 330},  # no reference depth
+        {"image_size": ["300", 600], "fx": 500, "fy": 500, "cx": 150, "cy": 330, "reference_depth": 2.0},
+    ],
+)
+def test_depth_metadata_other_than_the_servers_layout_is_refused(metadata):
+    from imageforge.contract import InputError
+    from imageforge.scene.intrinsics import parse_metadata
+
+    with pytest.raises(InputError, match=r"does not hold image_size \[w, h\], fx, fy, cx, cy and reference_depth"):
+        parse_metadata(metadata)
 
 
 def test_depth_plane_with_nothing_valid_is_an_error(job_server, photo, capfd):
@@ -130,7 +149,7 @@ def test_depth_plane_with_nothing_valid_is_an_error(job_server, photo, capfd):
         return write_depth(
             directory,
             np.zeros(DEPTH_SIZE[::-1], dtype=np.float32),
-            {"width": 32, "height": 24, "fx": FX, "fy": FY, "cx": CX, "cy": CY},
+            {"image_size": [32, 24], "fx": FX, "fy": FY, "cx": CX, "cy": CY, "reference_depth": 2.0},
         )
 
     job_server.producers["generate-depth-plane-geometry"] = produce

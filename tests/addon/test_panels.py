@@ -10,18 +10,62 @@ from recording import draw
 
 from imageforge.scene.materials import new_node_material
 
+
+def loaded(family: str, model: str, requested: str, device: str, provider: str) -> dict:
+    """One `loaded` entry exactly as ModelManager.snapshot() writes it (server/inference/model_manager.py)."""
+    return {
+        "family": family,
+        "model": model,
+        "requested_device": requested,
+        "device": device,
+        "provider": provider,
+        "providers": [provider, "CPUExecutionProvider"],
+        "load_seconds": 1.25,
+        "runs": 3,
+        "fallback": None,
+    }
+
+
+def models_snapshot(*entries: dict) -> dict:
+    """The "models" resource as ModelManager.snapshot() writes it."""
+    return {
+        "loaded": list(entries),
+        "devices": ["auto", "cpu", "cuda"],
+        "unavailable": {},
+        "onnxruntime": {"version": "1.22.0", "variant": "onnxruntime-gpu", "providers": ["CUDAExecutionProvider"]},
+        "detecting": False,
+        "threads": 8,
+        "cpu_only": [],
+    }
+
+
+def downloads_snapshot(source: str) -> dict:
+    """The "downloads" resource as DownloadSources.snapshot() writes it (server/downloads/sources.py)."""
+    return {
+        "source": source,
+        "hub": "https://huggingface.co",
+        "mirror": "https://models.example.org/imageforge",
+        "switched_at": 1767225600.0 if source == "mirror" else None,
+        "reason": "the hub timed out" if source == "mirror" else None,
+        "last_error": None,
+    }
+
+
 BUSY = {
     "state": "BUSY",
     "message": "Busy",
     "active_job": {"job_type": "upscale-image", "progress": 0.4, "message": "Upscaling tile 3/8"},
-    "resources": {"models": {"loaded": [{"family": "upscale", "model": "REALESRGAN_X4PLUS", "device": "cuda"}]}},
+    "resources": {
+        "models": models_snapshot(loaded("upscale", "REALESRGAN_X4PLUS", "auto", "cuda", "CUDAExecutionProvider")),
+        "downloads": downloads_snapshot("hub"),
+    },
 }
 READY = {
     "state": "READY",
     "message": "Ready",
     "resources": {
-        "models": {"loaded": [{"family": "background", "model": "BEN2_BASE", "device": "cpu"}]},
-        "downloads": {"mirror": True},
+        "models": models_snapshot(loaded("background", "BEN2_BASE", "cuda", "cpu", "CPUExecutionProvider")),
+        "downloads": downloads_snapshot("mirror"),
     },
 }
 
@@ -95,7 +139,24 @@ def test_server_panel_busy_shows_the_jobs_progress_and_disables_unload(server):
     assert layout.find("imageforge.cancel_job")
     assert "Upscale: REALESRGAN_X4PLUS (cuda)" in layout.texts()
     assert not layout.find("imageforge.unload_models").enabled
-    assert "Model downloads use the mirror" not in layout.texts()
+    assert "Model downloads use the mirror" not in layout.texts()  # a mirror is configured but not in use
+
+
+@pytest.mark.parametrize(("source", "note"), [("mirror", True), ("hub", False)])
+def test_mirror_note_follows_the_download_sources_snapshot(server, source, note):
+    from imageforge.server_state import uses_mirror
+
+    snapshot = {"state": "STOPPED", "resources": {"downloads": downloads_snapshot(source)}}
+    assert uses_mirror(snapshot) is note
+    assert uses_mirror({"resources": {"models": {"source": "mirror", "mirror": True}}}) is False  # not its resource
+    assert ("Model downloads use the mirror" in server_panel(server, snapshot).texts()) is note
+
+
+def test_loaded_models_show_the_device_that_really_runs_them(server):
+    from imageforge.server_state import LoadedModel, loaded_models
+
+    assert loaded_models(READY) == [LoadedModel("background", "BEN2_BASE", "cpu")]  # cuda asked, cpu ran
+    assert loaded_models({"resources": {"models": {"sessions": [{"key": "BEN2_BASE"}]}}}) == []
 
 
 def test_unload_is_disabled_while_this_blender_runs_a_task(server):
@@ -132,10 +193,6 @@ def test_models_panel_lists_the_catalog_with_sizes_defaults_and_download(server,
     assert "BEN2_BASE" in downloads and "MOGE2_VITL_NORMAL" in downloads
     assert "REALESRGAN_X4PLUS" not in downloads  # ready on disk
     assert "Ready" in labels
-    server.server.snapshot = {"state": "READY", "resources": {"models": {"ready": ["BEN2_BASE"]}}}
-    layout = draw(ModelsPanel, bpy.context)
-    downloads = [item.properties.model for item in layout.operators()]
-    assert "BEN2_BASE" not in downloads and "REALESRGAN_X4PLUS" in downloads  # the server's word wins
 
 
 def image_object(name: str, width: int, height: int) -> bpy.types.Object:

@@ -1,19 +1,16 @@
 """One row per catalog model for the Models panel: size, licence, whether it is ready, whether it is default.
 
-Readiness comes from the server when it reports it (it verifies SHA-256); otherwise the panel looks at the
-files on disk (`<storage>/models/<directory>/<path>` with the declared size), which costs one stat per file
-and never hashes, so it is cheap enough for a redraw.
+Readiness is read from the files on disk (`<storage>/models/<directory>/<path>` with the declared size), which
+costs one stat per file and never hashes, so it is cheap enough for a redraw. The server does not report
+readiness (its models resource lists loaded sessions only); downloads verify SHA-256 when they run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..contract.catalog import Catalog, Family, ModelEntry
-from ..server_state import ready_models
 
 
 @dataclass(frozen=True)
@@ -47,14 +44,13 @@ def files_present(storage_root: Path, entry: ModelEntry) -> bool:
     return True
 
 
-def model_rows(catalog: Catalog, snapshot: Mapping[str, Any] | None, storage_root: Path) -> list[ModelRow]:
+def model_rows(catalog: Catalog, storage_root: Path) -> list[ModelRow]:
     """Rows grouped by family (catalog family order), each family's default first."""
-    reported = ready_models(snapshot)
     rows = []
     for family in Family:
         entries = sorted((entry for entry in catalog.models if entry.family == family), key=lambda e: not e.default)
         for entry in entries:
-            ready = entry.key in reported if reported is not None else files_present(storage_root, entry)
+            ready = files_present(storage_root, entry)
             rows.append(
                 ModelRow(
                     entry.key,

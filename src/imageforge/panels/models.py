@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bpy
 
-from .. import runtime
 from ..choices import catalog
 from ..preferences import storage_root
 from .model_rows import ModelRow, model_rows
@@ -23,7 +22,7 @@ class ModelsPanel:
             return
         family = None
         box = self.layout
-        for row in model_rows(source, runtime.server_snapshot(), storage_root()):
+        for row in model_rows(source, storage_root()):
             if row.family != family:
                 family = row.family
                 box = self.layout.box()

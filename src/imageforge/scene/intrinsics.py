@@ -46,25 +46,35 @@ class CameraFit:
     resolution: tuple[int, int]
 
 
+METADATA_LAYOUT = "image_size [w, h], fx, fy, cx, cy and reference_depth"
+
+
 def parse_metadata(raw: Any) -> Intrinsics:
-    """Accepts `{width, height, fx, fy, cx, cy}` flat, or nested as `image_size` / `intrinsics`."""
+    """The `depth_metadata` JSON exactly as the server writes it (docs/jobs.md, generate-depth-plane-geometry):
+    `image_size` [w, h] of the source, pixel intrinsics `fx`, `fy`, `cx`, `cy` at that size, `reference_depth`
+    in metres (`analysed_size` is not needed here). Anything else is refused with InputError.
+    """
     if not isinstance(raw, dict):
         raise InputError("The depth metadata is not a JSON object.")
-    size = raw.get("image_size") or raw.get("size") or {}
-    intrinsics = raw.get("intrinsics") or raw
-    if isinstance(size, (list, tuple)) and len(size) == 2:
-        size = {"width": size[0], "height": size[1]}
-    try:
-        width = int(size.get("width", raw.get("width")))
-        height = int(size.get("height", raw.get("height")))
-        values = [float(intrinsics[name]) for name in ("fx", "fy", "cx", "cy")]
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        raise InputError("The depth metadata lacks the image size or the intrinsics fx, fy, cx, cy.") from error
-    if width <= 0 or height <= 0 or not all(math.isfinite(value) for value in values) or min(values[:2]) <= 0:
-        raise InputError("The depth metadata holds an invalid image size or focal length.")
+    size = raw.get("image_size")
+    values = [raw.get(name) for name in ("fx", "fy", "cx", "cy")]
     reference = raw.get("reference_depth")
-    reference = float(reference) if isinstance(reference, (int, float)) and reference > 0 else None
-    return Intrinsics(width, height, *values, reference_depth=reference)
+    if not (isinstance(size, list) and len(size) == 2 and all(_is_int(value) for value in size)) or not all(
+        _is_number(value) for value in [*values, reference]
+    ):
+        raise InputError(f"The depth metadata does not hold {METADATA_LAYOUT} as the server writes them.")
+    width, height = size
+    if width <= 0 or height <= 0 or min(values[0], values[1], reference) <= 0:
+        raise InputError("The depth metadata holds an invalid image size, focal length or reference depth.")
+    return Intrinsics(width, height, *(float(value) for value in values), reference_depth=float(reference))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def read_metadata(path: Path) -> Intrinsics:
