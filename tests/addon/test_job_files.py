@@ -126,7 +126,7 @@ def test_size_limit_deletes_the_oldest_beyond_it_and_protects_the_active_job(job
 
 def test_cleanup_is_disabled_with_the_reason_while_anything_runs(job_server, storage):
     from imageforge import runtime
-    from imageforge.operators import job_files
+    from imageforge.operators import availability, job_files
 
     for snapshot, reason in (
         ({"state": "BUSY"}, "The server is running a job; clean up job files when it is idle"),
@@ -140,9 +140,13 @@ def test_cleanup_is_disabled_with_the_reason_while_anything_runs(job_server, sto
     active.active_job = SimpleNamespace(job_id="", directory=None, controller=None)
     try:
         assert job_files.cleanup_reason() == "Wait for the running ImageForge task to finish (Esc cancels it)"
+        assert job_files.cleanup_reason() == availability.server_reason()  # one sentence, from one place
         assert not bpy.ops.imageforge.clean_job_files.poll()
     finally:
         active.active_job = None
+    job_server.snapshot = {"state": "UNAVAILABLE"}  # no server environment: an earlier install's files remain
+    assert availability.server_reason() is not None
+    assert job_files.cleanup_route() == (job_files.Route.DIRECT, None)
     assert bpy.ops.imageforge.clean_job_files.poll()
 
 

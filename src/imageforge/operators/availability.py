@@ -18,16 +18,23 @@ NO_IMAGE = (
 )
 
 
-def server_reason() -> str | None:
+def task_reason() -> str | None:
+    """Why no ImageForge task can start, whatever the server's state: not registered, or a task running here."""
     try:
         active = runtime.get_runtime()
     except RuntimeError:
         return "ImageForge is not registered"
     if active.active_job is not None:
         return "Wait for the running ImageForge task to finish (Esc cancels it)"
-    if server_state(runtime.server_snapshot()) is ServerState.UNAVAILABLE:
-        return "Set up the server first: ImageForge sidebar, Server, Set Up Server"
     return None
+
+
+def server_reason() -> str | None:
+    """Why no job can be sent to the server: task_reason(), then a server that is not set up."""
+    reason = task_reason()
+    if reason is None and server_state(runtime.server_snapshot()) is ServerState.UNAVAILABLE:
+        return "Set up the server first: ImageForge sidebar, Server, Set Up Server"
+    return reason
 
 
 def image_reason(context: bpy.types.Context) -> str | None:

@@ -24,6 +24,7 @@ from ..client.job_usage import JobUsageMeter, format_bytes
 from ..client.retention import RetentionPlan, RetentionPolicy, delete_folders, plan_retention, scan_job_folders
 from ..scene.referenced_files import referenced_paths
 from ..server_state import ServerState, server_state
+from .availability import task_reason
 
 METER = JobUsageMeter()  # the Server panel's cached summary; a cleanup invalidates it
 DIALOG_ROWS = 8  # folders listed by name in the confirmation; the rest are summed up
@@ -44,13 +45,15 @@ def retention_policy(prefs: Any) -> RetentionPolicy:
 
 
 def cleanup_route() -> tuple[Route | None, str | None]:
-    """How job files can be deleted now, or why they cannot (one sentence for the tooltip and the panel)."""
-    try:
-        active = runtime.get_runtime()
-    except RuntimeError:
-        return None, "ImageForge is not registered"
-    if active.active_job is not None:
-        return None, "Wait for the running ImageForge task to finish (Esc cancels it)"
+    """How job files can be deleted now, or why they cannot (one sentence for the tooltip and the panel).
+
+    The reasons every task shares come from availability.task_reason(); a server that is not set up is no
+    reason here (its storage root may still hold an earlier install's job files, deleted directly).
+    """
+    reason = task_reason()
+    if reason is not None:
+        return None, reason
+    active = runtime.get_runtime()
     state = server_state(runtime.server_snapshot())
     if state is ServerState.BUSY:
         return None, "The server is running a job; clean up job files when it is idle"
