@@ -159,6 +159,17 @@ def test_loaded_models_show_the_device_that_really_runs_them(server):
     assert loaded_models({"resources": {"models": {"sessions": [{"key": "BEN2_BASE"}]}}}) == []
 
 
+def test_model_sizes_read_like_job_file_sizes(server, tmp_path):
+    from imageforge.choices import catalog
+    from imageforge.client.job_usage import format_bytes
+    from imageforge.panels.model_rows import model_rows
+
+    rows = model_rows(catalog(), tmp_path)
+    sizes = {entry.key: entry.declared_size for entry in catalog().models}
+    expected = {key: "size unknown" if size is None else format_bytes(size) for key, size in sizes.items()}
+    assert rows and all(row.size == expected[row.key] for row in rows)
+
+
 def test_unload_is_disabled_while_this_blender_runs_a_task(server):
     server.active_job = SimpleNamespace(controller=None)
     server.progress, server.message = 0.25, "Preparing Server"
@@ -188,7 +199,7 @@ def test_models_panel_lists_the_catalog_with_sizes_defaults_and_download(server,
         prefs.storage_root = ""
     labels = layout.texts()
     assert "BEN2 Base (default)" in labels
-    assert "219 MB · Apache-2.0" in labels
+    assert "209.0 MB · Apache-2.0" in labels  # 219,xxx,xxx bytes, in the binary units of every size shown
     downloads = [item.properties.model for item in layout.operators()]
     assert "BEN2_BASE" in downloads and "MOGE2_VITL_NORMAL" in downloads
     assert "REALESRGAN_X4PLUS" not in downloads  # ready on disk

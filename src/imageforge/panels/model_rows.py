@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..client.job_usage import format_bytes
 from ..contract.catalog import Catalog, Family, ModelEntry
 
 
@@ -25,11 +26,8 @@ class ModelRow:
 
 
 def format_size(size: int | None) -> str:
-    if size is None:
-        return "size unknown"
-    if size >= 1_000_000_000:
-        return f"{size / 1_000_000_000:.1f} GB"
-    return f"{max(size / 1_000_000, 0.1):.0f} MB" if size >= 1_000_000 else f"{size / 1_000:.0f} kB"
+    """A catalog size as every byte count in the add-on reads (client/job_usage.format_bytes)."""
+    return "size unknown" if size is None else format_bytes(size)
 
 
 def files_present(storage_root: Path, entry: ModelEntry) -> bool:
