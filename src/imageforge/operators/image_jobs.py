@@ -115,10 +115,24 @@ class IMAGEFORGE_OT_remove_background(ImageTool, ImageForgeJobOperator, bpy.type
         return f"Removed the background of '{image.name}'"
 
 
+def fit_long_edge_size(size: tuple[int, int], max_size: int) -> tuple[int, int]:
+    """A copy of server/media/resample.py's rule, which the add-on cannot import (it needs NumPy and Pillow from
+    the server's environment); tests/addon compare the two over many sizes."""
+    if max_size < 1:
+        raise ValueError("max_size must be at least 1")
+    width, height = size
+    long_edge = max(width, height)
+    if long_edge <= max_size:
+        return (width, height)
+    scale = max_size / long_edge
+    return (max(1, round(width * scale)), max(1, round(height * scale)))
+
+
 def upscale_target(width: int, height: int, scale: int, max_input_size: int) -> tuple[int, int]:
-    """The result's size: the source is first limited to Maximum AI Input Size along its longer side."""
-    factor = min(1.0, max_input_size / max(width, height, 1))
-    return (max(1, round(width * factor)) * scale, max(1, round(height * factor)) * scale)
+    """The result's size, as the server computes it: the source limited to Maximum AI Input Size along its
+    longer side (fit_long_edge_size), then multiplied by the scale."""
+    limited_width, limited_height = fit_long_edge_size((width, height), max_input_size)
+    return (limited_width * scale, limited_height * scale)
 
 
 class IMAGEFORGE_OT_upscale_image(ImageTool, ImageForgeJobOperator, bpy.types.Operator):
