@@ -193,17 +193,27 @@ def test_upscale_replaces_the_material_image_at_four_times_the_size(run, inputs)
     np.testing.assert_array_equal(pixels[..., 3], 1.0)
 
 
-def test_refine_selection_changes_only_the_selected_pixels(run, inputs):
+def test_refine_selection_changes_only_the_selection_and_its_soft_edge(run, inputs):
     job = run.job("refine_selection")
     x0, y0, x1, y1 = REFINE_BOX
-    assert job["message"] == f"Refined {(x1 - x0) * (y1 - y0)} pixels of 'Refine'"
+    changed = int(job["message"].split()[1])
+    box_area = (x1 - x0) * (y1 - y0)
+    assert job["message"] == f"Refined {changed} pixels of 'Refine'"
+    # The server grows the selection by a few pixels (2 for this box) so soft edges just outside it land too.
+    assert box_area <= changed <= (x1 - x0 + 6) * (y1 - y0 + 6)
     pixels = run.array(job["image"]["pixels"])
     np.testing.assert_array_equal(np.round(pixels[..., :3] * 255), inputs["square"])
+    expected = matte(inputs["square"])
     inside = np.zeros(SQUARE[::-1], dtype=bool)
     inside[y0:y1, x0:x1] = True
+    near = np.zeros_like(inside)
+    near[max(y0 - 3, 0) : y1 + 3, max(x0 - 3, 0) : x1 + 3] = True
+    alpha = pixels[..., 3]
     # With padding covering the image, BEN2 sees the whole image: the matte inside is the whole image's.
-    np.testing.assert_allclose(pixels[..., 3][inside], matte(inputs["square"])[inside], atol=3 / 255)
-    np.testing.assert_array_equal(pixels[..., 3][~inside], 1.0)
+    np.testing.assert_allclose(alpha[inside], expected[inside], atol=3 / 255)
+    band = near & ~inside
+    assert np.all((np.abs(alpha[band] - expected[band]) <= 3 / 255) | (alpha[band] == 1.0))
+    np.testing.assert_array_equal(alpha[~near], 1.0)
 
 
 # -- geometry tools: new meshes, a camera, materials ------------------------------------------------------------
