@@ -63,3 +63,24 @@ def test_a_sliver_covering_no_pixel_centre_is_an_input_error():
     sliver = Selection(box=(10.6, 10, 10.9, 20))  # between two pixel centres
     with pytest.raises(InputError, match="covers no pixel"):
         selection_region(sliver, (64, 48), padding=4)
+
+
+def test_growing_a_dense_lasso_leaves_no_holes():
+    """Every pixel within `grow` (square neighbourhood) of a selected pixel is selected: no pinholes on the edge."""
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        centre = rng.uniform(30, 50, 2)
+        angles = np.sort(rng.uniform(0, 2 * np.pi, 300))
+        radii = rng.uniform(8, 20, 300)
+        points = [
+            [float(x), float(y)] for x, y in centre + np.stack([np.cos(angles), np.sin(angles)], 1) * radii[:, None]
+        ]
+        region = selection_region(Selection(lasso=tuple(map(tuple, points))), (80, 80), 0)
+        x0, y0, x1, y1 = region.crop
+        inside = polygon_coverage(np.array(points) - (x0, y0), x1 - x0, y1 - y0, samples=1) > 0
+        grow = region.grow
+        expected = np.zeros_like(inside)
+        for dy in range(-grow, grow + 1):
+            for dx in range(-grow, grow + 1):
+                expected |= np.roll(np.roll(np.pad(inside, grow), dy, 0), dx, 1)[grow:-grow, grow:-grow]
+        np.testing.assert_array_equal(region.mask > 0, expected)
