@@ -9,6 +9,7 @@ import av
 import numpy as np
 import pytest
 
+from imageforge.contract import InputError
 from imageforge.server.media import MediaKind, SampleKind, VideoWriter, open_input, plan_video_output
 
 from . import makers
@@ -175,9 +176,13 @@ def test_audio_the_output_container_cannot_hold_fails_without_leaking_the_source
     assert plan.container_format == "webm"
     out = tmp_path / f"out{plan.suffix}"
 
-    with pytest.raises(ValueError, match="flac") as failure, VideoWriter(out, plan, audio_from=source.path):
+    with pytest.raises(InputError) as failure, VideoWriter(out, plan, audio_from=source.path):
         pass
 
+    assert str(failure.value) == (
+        "The audio of 'clip.webm' (flac) cannot be copied into a webm file; "
+        "choose the PNG sequence output or convert the video's audio first."
+    )
     assert failure.value.__traceback__ is not None  # the failed frames (and what they opened) are still alive
     assert str(path.resolve()) not in _open_files()
     assert list(tmp_path.iterdir()) == [path]  # no partial output either

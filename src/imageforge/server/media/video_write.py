@@ -18,6 +18,7 @@ from types import TracebackType
 import av
 import numpy as np
 
+from ...contract import InputError
 from .atomic import atomic_file
 from .image import to_integers, to_rgb_or_rgba
 from .video_plan import VideoPlan
@@ -33,6 +34,13 @@ class AudioCopier:
             # Raises when the output container cannot hold the codec (FLAC into WebM): close the source first.
             self._targets = {stream.index: output.add_stream_from_template(stream) for stream in streams}
             self._packets = self._input.demux(*streams) if streams else iter(())
+        except (ValueError, av.error.FFmpegError) as error:
+            self._input.close()
+            codecs = ", ".join(stream.codec_context.name for stream in streams)
+            raise InputError(
+                f"The audio of '{source.name}' ({codecs}) cannot be copied into a {output.format.name} file; "
+                "choose the PNG sequence output or convert the video's audio first."
+            ) from error
         except BaseException:
             self._input.close()
             raise
