@@ -52,9 +52,7 @@ def publish_kit_catalog(hub: LoopbackHub, folder: Path, keys: tuple[str, ...] = 
                 "repository": repository,
                 "directory": key.lower(),
                 "default": True,
-                "files": [
-                    {"path": "model.onnx", "size": len(content), "sha256": hashlib.sha256(content).hexdigest()}
-                ],
+                "files": [{"path": "model.onnx", "size": len(content), "sha256": hashlib.sha256(content).hexdigest()}],
                 **options,
             }
         )

@@ -212,9 +212,7 @@ def build_upscaler(
         coordinate_transformation_mode="asymmetric",
         nearest_mode="floor",
     )
-    out_dims = (
-        ["batch", 3, "height", "width"] if legacy_output_dims else ["batch", 3, "out_height", "out_width"]
-    )
+    out_dims = ["batch", 3, "height", "width"] if legacy_output_dims else ["batch", 3, "out_height", "out_width"]
     return g.save(
         path,
         "upscaler_test",
@@ -511,9 +509,7 @@ def build_da3(
     )
 
 
-def da3_reference(
-    image: np.ndarray, *, cameras: bool = True, depth_offset: float = 3.0, baseline: float = 0.1
-) -> dict:
+def da3_reference(image: np.ndarray, *, cameras: bool = True, depth_offset: float = 3.0, baseline: float = 0.1) -> dict:
     """numpy reference of :func:`build_da3` for ``image`` [1,N,3,S,S] (cameras) or [B,3,H,W]."""
     image = np.asarray(image, np.float32)
     if not cameras:

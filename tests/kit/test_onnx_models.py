@@ -287,9 +287,7 @@ def test_moge2_outputs_are_the_documented_plane(tmp_path, b, h, w):
 @pytest.mark.parametrize("h,w", [(24, 32), (40, 24), (64, 64)])
 def test_moge2_host_recovers_documented_focal_shift_intrinsics_and_depth(tmp_path, h, w):
     focal, shift, plane, scale = 1.3, 0.7, (3.0, 0.5), 4.0
-    path = build_moge2(
-        tmp_path / "moge.onnx", focal=focal, shift=shift, plane=plane, metric_scale=scale, mask_border=3
-    )
+    path = build_moge2(tmp_path / "moge.onnx", focal=focal, shift=shift, plane=plane, metric_scale=scale, mask_border=3)
     out = run(path, {"image": np.zeros((1, 3, h, w), np.float32), "num_tokens": np.array(2000, np.int64)})
     pts, mask, ms = out["points"][0].astype(np.float64), out["mask"][0] > 0.5, float(out["metric_scale"][0])
     assert ms == scale
