@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import shutil
 import tempfile
@@ -140,27 +139,14 @@ def test_upscale_target_size_follows_the_maximum_input_size():
     assert upscale_target(3000, 1000, 4, 1024) == (4096, 1364)
 
 
-def server_function(relative: str, name: str):
-    """A pure function of the server's source, compiled on its own: its module imports Pillow, which bpy lacks."""
-    path = Path(__file__).resolve().parents[2] / "src" / "imageforge" / "server" / relative
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    [node] = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == name]
-    namespace: dict = {}
-    exec(compile(ast.Module(body=[node], type_ignores=[]), str(path), "exec"), namespace)
-    return namespace[name]
+def test_upscale_label_uses_the_contract_rounding_rule_the_server_uses():
+    from imageforge.contract.sizes import fit_long_edge_size
+    from imageforge.operators.image_jobs import upscale_target
 
-
-def test_upscale_label_uses_the_servers_rounding_rule():
-    from imageforge.operators.image_jobs import fit_long_edge_size, upscale_target
-
-    server_fit = server_function("media/resample.py", "fit_long_edge_size")
     rng = np.random.default_rng(11)
-    sizes = [(int(w), int(h)) for w, h in rng.integers(1, 20000, size=(3000, 2))]
-    sizes += [(w, h) for w in range(1, 80) for h in (1, 2, 3, 77, 255, 256, 257, 2047, 2048, 2049)]
-    for width, height in sizes:
-        for max_size in (1, 2, 3, 255, 256, 1000, 1024, 1536, 2048, 2049, 4096, 8192):
-            expected = server_fit((width, height), max_size)
-            assert fit_long_edge_size((width, height), max_size) == expected, (width, height, max_size)
+    for width, height in [(int(w), int(h)) for w, h in rng.integers(1, 20000, size=(500, 2))]:
+        for max_size in (1, 255, 1024, 2048, 8192):
+            expected = fit_long_edge_size((width, height), max_size)
             assert upscale_target(width, height, 4, max_size) == (expected[0] * 4, expected[1] * 4)
 
 

@@ -13,6 +13,7 @@ from ..contract import InputError, JobId
 from ..contract.catalog import Family
 from ..contract.jobs import OutputKind
 from ..contract.parameters import Selection
+from ..contract.sizes import fit_long_edge_size
 from ..scene.active_image import find_active_image, image_problem, job_input_path
 from ..scene.pixels import read_data_file
 from ..scene.replace import matte_from_file, multiply_alpha, replace_from_file, replace_within
@@ -113,19 +114,6 @@ class IMAGEFORGE_OT_remove_background(ImageTool, ImageForgeJobOperator, bpy.type
         else:
             replace_from_file(image, result.file("foreground"))
         return f"Removed the background of '{image.name}'"
-
-
-def fit_long_edge_size(size: tuple[int, int], max_size: int) -> tuple[int, int]:
-    """A copy of server/media/resample.py's rule, which the add-on cannot import (it needs NumPy and Pillow from
-    the server's environment); tests/addon compare the two over many sizes."""
-    if max_size < 1:
-        raise ValueError("max_size must be at least 1")
-    width, height = size
-    long_edge = max(width, height)
-    if long_edge <= max_size:
-        return (width, height)
-    scale = max_size / long_edge
-    return (max(1, round(width * scale)), max(1, round(height * scale)))
 
 
 def upscale_target(width: int, height: int, scale: int, max_input_size: int) -> tuple[int, int]:
