@@ -32,9 +32,7 @@ def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[
     source = open_input(params.input)  # headers only: a bad file fails before any model download
     adapter = prepare_adapter(context, progress, params.model, Family.BACKGROUND, params.device, Ben2Adapter)
     progress.stage(0.08, "Reading input")
-    context.log(
-        f"Input: {source.kind.value} {source.format} {source.width}×{source.height}, {source.frame_count} frame(s)"
-    )
+    context.log(f"Input: {source.summary}")
     directory = Path(context.directory)
     wants_alpha = params.output_kind is OutputKind.ALPHA
 

@@ -30,9 +30,7 @@ def run_upscale_image(context: Any, params: UpscaleImageParams) -> dict[str, str
     source = open_input(params.input)  # headers only: a bad file fails before any model download
     adapter = prepare_adapter(context, progress, params.model, Family.UPSCALE, params.device, UpscaleAdapter)
     progress.stage(0.08, "Reading input")
-    context.log(
-        f"Input: {source.kind.value} {source.format} {source.width}×{source.height}, {source.frame_count} frame(s)"
-    )
+    context.log(f"Input: {source.summary}")
     width, height = fit_long_edge_size((source.width, source.height), params.max_input_size)
     plan = adapter.plan(height, width, scale=params.scale, tile_size=params.tile_size)
     grid = plan.grid

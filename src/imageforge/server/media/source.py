@@ -68,6 +68,11 @@ class MediaSource:
         return self.video.duration if self.video else None
 
     @property
+    def summary(self) -> str:
+        """One line for job logs: kind, format, size and frame count."""
+        return f"{self.kind.value} {self.format} {self.width}×{self.height}, {self.frame_count} frame(s)"
+
+    @property
     def has_audio(self) -> bool:
         return bool(self.video and self.video.has_audio)
 
