@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from imageforge.cli.main import main
+from tests.cli.cli_process import imageforge, kit_environment
 from tests.kit.catalog import catalog_entry, write_catalog
 
 BEN2 = os.urandom(200_000)
@@ -69,13 +68,8 @@ def test_download_unknown_key_fails_before_any_server_starts(catalog, storage_ro
 @pytest.mark.slow
 def test_download_runs_the_job_on_the_server(catalog, hub, server_storage):
     hub.add_hub_file("kit/up", "model.onnx", UPSCALE)
-    env = {**os.environ, "HF_ENDPOINT": hub.url, "IMAGEFORGE_STORAGE_ROOT": str(server_storage)}
-    completed = subprocess.run(
-        [sys.executable, "-m", "imageforge.cli.main", "models", "download", "KIT_UPSCALE"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
+    completed = imageforge(
+        "models", "download", "KIT_UPSCALE", env=kit_environment(hub_url=hub.url, storage=server_storage)
     )
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout) == {"models": {"KIT_UPSCALE": {"model.onnx": "downloaded"}}}

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from tests.cli.cli_process import imageforge, kit_environment
 from tests.kit.catalog import publish_kit_catalog
 
 pytestmark = pytest.mark.slow
@@ -23,27 +21,14 @@ def test_relative_input_is_resolved_against_the_working_folder(hub, server_stora
     (work / "renders").mkdir(parents=True)
     pixels = np.random.default_rng(5).integers(0, 255, (12, 16, 3), dtype=np.uint8)
     Image.fromarray(pixels).save(work / "renders" / "shot.png")
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "imageforge.cli.main",
-            "run",
-            "upscale-image",
-            "input=renders/shot.png",
-            "--output",
-            "out",
-        ],
+    completed = imageforge(
+        "run",
+        "upscale-image",
+        "input=renders/shot.png",
+        "--output",
+        "out",
+        env=kit_environment(hub_url=hub.url, storage=server_storage, catalog=catalog.path),
         cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={
-            **os.environ,
-            "IMAGEFORGE_MODEL_CATALOG": str(catalog.path),
-            "HF_ENDPOINT": hub.url,
-            "IMAGEFORGE_STORAGE_ROOT": str(server_storage),
-        },
     )
     assert completed.returncode == 0, completed.stderr
     result = Path(json.loads(completed.stdout)["upscale"])

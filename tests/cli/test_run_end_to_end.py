@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli.cli_process import imageforge, kit_environment
 
 pytestmark = pytest.mark.slow
 
@@ -42,25 +42,11 @@ def write_catalog(path: Path, content: bytes, *, sha256: str | None = None) -> P
     return path
 
 
-def imageforge(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "imageforge.cli.main", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-
-
 @pytest.fixture
 def cli_env(hub, server_storage: Path, tmp_path: Path) -> dict[str, str]:
     hub.add_hub_file("kit/test-ben2", "onnx/model.onnx", MODEL_BYTES)
-    return {
-        **os.environ,
-        "HF_ENDPOINT": hub.url,
-        "IMAGEFORGE_MODEL_CATALOG": str(write_catalog(tmp_path / "catalog.json", MODEL_BYTES)),
-        "IMAGEFORGE_STORAGE_ROOT": str(server_storage),
-    }
+    catalog = write_catalog(tmp_path / "catalog.json", MODEL_BYTES)
+    return kit_environment(hub_url=hub.url, storage=server_storage, catalog=catalog)
 
 
 def test_download_model_runs_on_a_real_server_and_copies_results(cli_env, server_storage, tmp_path, hub):

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from tests.cli.cli_process import imageforge, kit_environment
 from tests.kit.catalog import publish_kit_catalog
 
 pytestmark = pytest.mark.slow
@@ -25,27 +23,14 @@ def test_a_png_sequence_result_is_copied_whole(hub, server_storage, tmp_path):
     for number in (1, 2, 3):
         Image.fromarray(rng.integers(0, 255, (12, 16, 3), dtype=np.uint8)).save(frames / f"shot_{number:04d}.png")
     output = tmp_path / "out"
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "imageforge.cli.main",
-            "run",
-            "upscale-image",
-            f"input={frames}",
-            "sequence_output=png_sequence",
-            "--output",
-            str(output),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={
-            **os.environ,
-            "IMAGEFORGE_MODEL_CATALOG": str(catalog.path),
-            "HF_ENDPOINT": hub.url,
-            "IMAGEFORGE_STORAGE_ROOT": str(server_storage),
-        },
+    completed = imageforge(
+        "run",
+        "upscale-image",
+        f"input={frames}",
+        "sequence_output=png_sequence",
+        "--output",
+        str(output),
+        env=kit_environment(hub_url=hub.url, storage=server_storage, catalog=catalog.path),
     )
 
     assert completed.returncode == 0, completed.stderr
