@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from ..contract import JOB_SPECS, job_spec
 from ..contract.catalog import load_catalog
 from ..contract.parameters import field_docs, path_parameters
 from .arguments import parse_assignments
+from .output_placement import OutputFolder
 from .progress import ProgressPrinter
 
 __all__ = ["JobCancelledError", "job_files", "jobs", "models_download", "models_list", "models_verify", "run", "setup"]
@@ -43,28 +43,31 @@ def run(args: argparse.Namespace) -> int:
     for name in path_parameters(spec.parameters):  # the server's working folder is the storage root
         if isinstance(parameters.get(name), str) and parameters[name]:
             parameters[name] = os.path.abspath(os.path.expanduser(parameters[name]))
+    output = None
+    if args.output:  # checked before the job runs, not after hours of video
+        inputs = [parameters[name] for name in path_parameters(spec.parameters) if parameters.get(name)]
+        output = OutputFolder.checked(args.output, inputs=inputs, overwrite=args.overwrite)
     result = _run_on_server(_storage_root(args), spec.id.value, parameters)
     files = {name: result.file(name) for name in result.value}
-    if args.output:
-        output = Path(args.output).expanduser().resolve()
-        output.mkdir(parents=True, exist_ok=True)
-        files = {name: _copy_result(path, result.directory, output) for name, path in files.items()}
+    if output is not None:
+        files = _copy_results(files, Path(result.directory).resolve(), output)
     print(json.dumps({name: str(path) for name, path in files.items()}, indent=2))
     return 0
 
 
-def _copy_result(path: Path, job_folder: Path, output: Path) -> Path:
-    """Copy one result file into `output`; returns the copy's path.
+def _copy_results(files: dict[str, Path], job_folder: Path, output: OutputFolder) -> dict[str, Path]:
+    """Copy the result files into the output folder; returns where each result's file landed.
 
     A result in a subfolder of the job folder is the first file of a set (a PNG sequence names its first
-    frame): the whole subfolder is copied, and the copy of that first file is returned.
+    frame): the whole subfolder is copied as one folder, and the copy of that first file is returned.
     """
-    relative = path.relative_to(Path(job_folder).resolve())
-    if len(relative.parts) == 1:
-        return Path(shutil.copy2(path, output / path.name))
-    top = relative.parts[0]
-    shutil.copytree(Path(job_folder).resolve() / top, output / top, symlinks=True, dirs_exist_ok=True)
-    return output / relative
+    relative = {name: path.relative_to(job_folder) for name, path in files.items()}
+    sources = {parts.parts[0]: job_folder / parts.parts[0] for parts in relative.values()}
+    placement = output.place(sources)
+    if placement.taken:
+        taken = ", ".join(f"'{path}'" for path in placement.taken)
+        _say(f"{taken} already existed; the results were written beside, with a number (--overwrite replaces files).")
+    return {name: placement.paths[parts.parts[0]].joinpath(*parts.parts[1:]) for name, parts in relative.items()}
 
 
 def _run_on_server(root: Path, job_type: str, parameters: dict):

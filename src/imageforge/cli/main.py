@@ -23,7 +23,13 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="Run one job on the job server and print its result as JSON")
     run.add_argument("job", help="Job id, e.g. remove-background (see `imageforge jobs`)")
     run.add_argument("parameters", nargs="*", metavar="key=value", help="Job parameters (values parsed as JSON)")
-    run.add_argument("--output", help="Copy the result files into this folder")
+    run.add_argument(
+        "--output",
+        help="Copy the result files into this folder (a taken name gets a numbered one, e.g. 'upscale (2).png')",
+    )
+    run.add_argument(
+        "--overwrite", action="store_true", help="With --output: replace existing files (never an input or a folder)"
+    )
     run.set_defaults(handler=commands.run)
 
     jobs = sub.add_parser("jobs", help="List jobs and their parameters")
