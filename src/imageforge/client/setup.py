@@ -16,6 +16,7 @@ from pathlib import Path
 from blendjob.environment import environment_digest, environment_python, resolved_packages
 
 from ..contract import ResourceExhaustedError
+from ..contract.private_storage import make_private_folder
 from .environment import server_environment
 
 Report = Callable[[str], None]
@@ -73,7 +74,7 @@ def prepare_environment(
     if not force and environment_ready(root, environment):
         report(f"Server environment is ready in {root}")
         return environment_python(root)
-    root.mkdir(parents=True, exist_ok=True)
+    make_private_folder(root)  # 0700 whatever the umask: job folders will hold the user's images
     manifest_path(root).unlink(missing_ok=True)
     uv = uv_executable()
     python = find_local_python(environment["python"])

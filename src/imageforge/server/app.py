@@ -5,6 +5,7 @@ from __future__ import annotations
 from blendjob import JobServer
 
 from ..contract import JOB_SPECS
+from ..contract.private_storage import make_storage_private
 from .downloads.sources import DownloadSources
 from .handler import make_handler
 from .inference import ModelManager
@@ -22,7 +23,9 @@ def create_server() -> JobServer:
 
     @job_server.resource("job_folders")
     def job_folders(bound_server: JobServer):
-        # Runs once the server is bound to its storage root: settle what a killed server left behind.
+        # Runs once the server is bound to its storage root: make it private (an earlier version or the
+        # client's umask may have left it readable), then settle what a killed server left behind.
+        make_storage_private(bound_server.storage_root)
         return mark_interrupted_jobs(bound_server.storage_root)
 
     @job_server.resource("downloads")
