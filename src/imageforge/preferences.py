@@ -191,12 +191,14 @@ class ImageForgePreferences(bpy.types.AddonPreferences):
     model_upscale: _model_property(Family.UPSCALE, "Upscaling")
     model_geometry: _model_property(Family.GEOMETRY, "Depth and Geometry")
     model_multiview: _model_property(Family.MULTIVIEW, "Multi-View Depth")
+    model_inpaint: _model_property(Family.INPAINT, "Inpainting")
 
     stored_device: _stored("Stored Device")
     stored_model_background: _stored("Stored Background Model")
     stored_model_upscale: _stored("Stored Upscale Model")
     stored_model_geometry: _stored("Stored Geometry Model")
     stored_model_multiview: _stored("Stored Multi-View Model")
+    stored_model_inpaint: _stored("Stored Inpainting Model")
     stored_max_input_size: bpy.props.IntProperty(default=MAX_INPUT_SIZE_DEFAULT, options={"HIDDEN"})
     stored_resolution_level: bpy.props.IntProperty(default=choices.RESOLUTION_LEVEL_DEFAULT, options={"HIDDEN"})
 

@@ -51,6 +51,9 @@ def test_builtin_catalog_matches_the_published_facts():
     assert general.size is None and general.sha256 is not None  # hash declared, size not
     for family in Family:
         assert catalog.default_for(family).family is family
+    lama = catalog.resolve(None, Family.INPAINT)  # fetched on first use, like DA3: not part of setup
+    assert (lama.key, lama.adapter, lama.license, lama.repository) == ("LAMA", "lama", "Apache-2.0", "g-ronimo/lama")
+    assert [item.path for item in lama.files] == ["lama.onnx"] and not lama.files[0].streamable  # no published hash
 
 
 def test_optional_fields_are_kept_as_options_and_hashes_are_normalised():

@@ -5,7 +5,8 @@
     monkeypatch.setenv("HF_ENDPOINT", hub.url)          # before the server process starts
 
 Keys: KIT_BEN2 (background, 64² input, fp16 output, luma matte), KIT_UPSCALE (upscale, box blur radius 2
-then 4× nearest), KIT_MOGE2 (geometry, the known tilted plane), KIT_DA3 (multiview with cameras, S=28).
+then 4× nearest), KIT_MOGE2 (geometry, the known tilted plane), KIT_DA3 (multiview with cameras, S=28),
+KIT_LAMA (inpaint, fills the hole with the constant LAMA_FILL colour).
 Each is its family's default, so jobs without `model` use them.
 """
 
@@ -17,13 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .hub import LoopbackHub
-from .onnx_models import build_ben2, build_da3, build_moge2, build_upscaler
+from .onnx_models import build_ben2, build_da3, build_lama, build_moge2, build_upscaler
 
 KIT_MODELS = {
     "KIT_BEN2": ("background", "ben2", lambda path: build_ben2(path, size=64), {"normalization": "none"}),
     "KIT_UPSCALE": ("upscale", "upscale", lambda path: build_upscaler(path, receptive_radius=2), {}),
     "KIT_MOGE2": ("geometry", "moge2", lambda path: build_moge2(path), {}),
     "KIT_DA3": ("multiview", "da3", lambda path: build_da3(path, size=28), {"attention_heads": 6}),
+    "KIT_LAMA": ("inpaint", "lama", build_lama, {}),
 }
 
 

@@ -13,6 +13,7 @@ Builders (all return ``pathlib.Path(path)``):
 * :func:`build_moge2`     MoGe-2 (``image``, ``num_tokens`` -> ``points``, ``normal``, ``mask``,
   ``metric_scale``) rendering a known tilted plane
 * :func:`build_da3`       Depth Anything 3 (multi-view with cameras, or depth-only)
+* :func:`build_lama`      LaMa inpainting (``input`` [1,4,h,w] -> ``output`` [1,3,h,w], h and w multiples of 32)
 
 :func:`signature` reads a model's inputs/outputs back through an onnxruntime CPU session.
 """
@@ -525,3 +526,44 @@ def da3_reference(image: np.ndarray, *, cameras: bool = True, depth_offset: floa
         "extrinsics": ext,
         "intrinsics": np.tile(k, (1, n, 1, 1)),
     }
+
+
+# --------------------------------------------------------------------------------------------------
+# LaMa (inpainting)
+
+LAMA_FILL = (0.2, 0.6, 0.4)
+LAMA_MULTIPLE = 32
+
+
+def build_lama(path, *, fill: tuple[float, float, float] = LAMA_FILL, size: int | None = None) -> Path:
+    """LaMa-shaped inpainter: ``input`` float32 [1,4,"height","width"] (RGB with the hole zeroed, then the
+    mask, 1 = fill) -> ``output`` float32 [1,3,"height","width"].
+
+    Known function: ``output = rgb + mask * fill``. A host that zeroes the hole (as LaMa expects) therefore
+    gets exactly *fill* inside the hole and its own RGB outside it; a host that forgets to zero it gets
+    rgb + fill there instead. Like the real network (five 2× downsamplings), the graph only runs when height
+    and width are multiples of 32: a SpaceToDepth/DepthToSpace round trip with block 32 fails otherwise.
+    *size* fixes height and width (like the published 512² variants) instead of leaving them symbolic.
+    """
+    g = _Graph()
+    blocks = g.op("SpaceToDepth", ["input"], blocksize=LAMA_MULTIPLE)
+    x = g.op("DepthToSpace", [blocks], blocksize=LAMA_MULTIPLE, mode="DCR")
+    starts, ends, axes = g.const([0], np.int64), g.const([3], np.int64), g.const([1], np.int64)
+    rgb = g.op("Slice", [x, starts, ends, axes])
+    mask = g.op("Slice", [x, ends, g.const([4], np.int64), axes])
+    colour = g.const(np.array(fill, np.float32).reshape(1, 3, 1, 1), hint="fill")
+    g.op("Add", [rgb, g.op("Mul", [mask, colour])], out="output")
+    return g.save(
+        path,
+        "lama_test",
+        [helper.make_tensor_value_info("input", _F32, [1, 4, *(dims := [size or "height", size or "width"])])],
+        [helper.make_tensor_value_info("output", _F32, [1, 3, *dims])],
+    )
+
+
+def lama_reference(x: np.ndarray, *, fill: tuple[float, float, float] = LAMA_FILL) -> np.ndarray:
+    """numpy reference of :func:`build_lama` for ``x`` [1,4,h,w] float32 (h, w multiples of 32)."""
+    x = np.asarray(x, np.float32)
+    if x.shape[2] % LAMA_MULTIPLE or x.shape[3] % LAMA_MULTIPLE:
+        raise ValueError("LaMa inputs must be multiples of 32")
+    return x[:, :3] + x[:, 3:4] * np.array(fill, np.float32).reshape(1, 3, 1, 1)

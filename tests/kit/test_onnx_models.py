@@ -12,13 +12,16 @@ import pytest
 from .onnx_models import (
     BEN2_LUMA,
     IR_VERSION,
+    LAMA_FILL,
     OPSET,
     ben2_reference,
     build_ben2,
     build_da3,
+    build_lama,
     build_moge2,
     build_upscaler,
     da3_reference,
+    lama_reference,
     moge2_intrinsics,
     moge2_reference,
     signature,
@@ -50,6 +53,7 @@ def run(path, feeds: dict) -> dict:
         (build_moge2, {}),
         (build_da3, {}),
         (build_da3, {"cameras": False}),
+        (build_lama, {}),
     ],
 )
 def test_models_use_opset_17_and_an_ir_version_ort_loads(tmp_path, build, kwargs):
@@ -399,3 +403,35 @@ def test_da3_depth_only_export(tmp_path, size):
 def test_da3_multiview_size_must_be_a_multiple_of_14(tmp_path):
     with pytest.raises(ValueError):
         build_da3(tmp_path / "da3.onnx", size=50)
+
+
+# ------------------------------------------------------------------------------------------ LaMa
+
+LAMA_FILL_COLUMN = np.array(LAMA_FILL, np.float32).reshape(1, 3, 1, 1)
+
+
+def test_lama_signature_matches_facts(tmp_path):
+    described = signature(build_lama(tmp_path / "lama.onnx"))
+    assert described == {
+        "inputs": [("input", [1, 4, "height", "width"], "float32")],
+        "outputs": [("output", [1, 3, "height", "width"], "float32")],
+    }
+
+
+def test_lama_fills_the_zeroed_hole_with_its_colour_and_keeps_the_rest(tmp_path):
+    rng = np.random.default_rng(3)
+    rgb = rng.random((1, 3, 64, 96), dtype=np.float32)
+    mask = np.zeros((1, 1, 64, 96), np.float32)
+    mask[..., 10:30, 40:70] = 1.0
+    feed = np.concatenate([rgb * (1 - mask), mask], axis=1)
+    (output,) = run(build_lama(tmp_path / "lama.onnx"), {"input": feed}).values()
+    np.testing.assert_array_equal(output, lama_reference(feed))
+    np.testing.assert_array_equal(output[..., 10:30, 40:70], np.broadcast_to(LAMA_FILL_COLUMN, (1, 3, 20, 30)))
+    np.testing.assert_array_equal(output[..., 30:, :], rgb[..., 30:, :])
+
+
+@pytest.mark.parametrize("height,width", [(33, 64), (64, 50)])
+def test_lama_runs_only_on_multiples_of_32(tmp_path, height, width):
+    path = build_lama(tmp_path / "lama.onnx")
+    with pytest.raises(Exception, match="multiple of block_size"):
+        run(path, {"input": np.zeros((1, 4, height, width), np.float32)})

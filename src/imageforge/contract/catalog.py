@@ -24,6 +24,7 @@ class Family(StrEnum):
     GEOMETRY = "geometry"
     UPSCALE = "upscale"
     MULTIVIEW = "multiview"
+    INPAINT = "inpaint"
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ class JobId(StrEnum):
     GENERATE_DEPTH_PLANE_GEOMETRY = "generate-depth-plane-geometry"
     GENERATE_CUTOUT_ARTIFACTS = "generate-cutout-artifacts"
     GENERATE_MULTIVIEW_CAMERAS = "generate-multiview-cameras"
+    INPAINT_IMAGE = "inpaint-image"
     DEBUG_BEN2 = "debug-ben2"
     DEBUG_UPSCALE = "debug-upscale"
     DEBUG_MOGE = "debug-moge"
@@ -44,6 +45,7 @@ class NormalMode(StrEnum):
 
 
 MAX_INPUT_SIZE_DEFAULT = 2048
+INPAINT_INPUT_SIZE_DEFAULT = 1024  # LaMa is trained at 256² and holds up to about 2k; CPU cost grows with area
 
 # Fields shared by every inference job. Declared once; each job's dataclass lists them explicitly
 # (dataclass inheritance would put defaulted fields before required ones).
@@ -123,6 +125,18 @@ class CutoutParams:
     background_model: str | None = param(None, doc="Catalog key of the background model; null: default.")
     device: Device = _device()
     max_input_size: int = _max_input_size()
+
+
+@dataclass(frozen=True)
+class InpaintImageParams:
+    input: str = param(doc="Path of a still image.", path=True)
+    mask: str | None = param(
+        None, doc="Path of a grey or alpha image of the input's shape: white (or opaque) = fill.", path=True
+    )
+    selection: Selection | None = param(None, doc="Region to fill, in image pixels (instead of a mask).")
+    model: str | None = param(None, doc=_MODEL_DOC)
+    device: Device = _device()
+    max_input_size: int = param(INPAINT_INPUT_SIZE_DEFAULT, doc=_SIZE_DOC, minimum=32, maximum=8192)
 
 
 @dataclass(frozen=True)
@@ -237,6 +251,16 @@ JOB_SPECS: dict[JobId, JobSpec] = {
                 "depth": "Optional float32 EXR as for depth planes, cropped.",
                 "depth_metadata": "Optional JSON as for depth planes, for the crop.",
                 "normal": "Optional RGB PNG normal map, cropped.",
+                **PROVENANCE,
+            },
+        ),
+        JobSpec(
+            JobId.INPAINT_IMAGE,
+            "Inpaint",
+            InpaintImageParams,
+            _IMAGE_STAGES,
+            {
+                "inpaint": "RGB(A) PNG at the input size: the masked region filled, every other pixel unchanged.",
                 **PROVENANCE,
             },
         ),

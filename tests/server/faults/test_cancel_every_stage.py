@@ -109,6 +109,7 @@ def parameters(job_id: JobId, files: dict[str, str]) -> dict:
             "normal_mode": "tangent",
         },
         JobId.GENERATE_MULTIVIEW_CAMERAS: {"input": files["frames"]},
+        JobId.INPAINT_IMAGE: {"input": image, "selection": {"box": [5, 5, 40, 30]}},
         JobId.DEBUG_BEN2: {"input": image},
         JobId.DEBUG_UPSCALE: {"input": image},
         JobId.DEBUG_MOGE: {"input": image},

@@ -13,6 +13,7 @@ from . import (
     debug_image_models,
     depth_plane,
     download_models,
+    inpaint_image,
     multiview_cameras,
     refine_selection,
     remove_background,
@@ -32,4 +33,5 @@ JOB_RUNNERS = {
     JobId.GENERATE_MULTIVIEW_CAMERAS: multiview_cameras.run_multiview,
     JobId.DEBUG_MOGE: debug_geometry_models.run_debug_moge,
     JobId.DEBUG_DA3: debug_geometry_models.run_debug_da3,
+    JobId.INPAINT_IMAGE: inpaint_image.run_inpaint_image,
 }

@@ -5,7 +5,7 @@ from the "models" resource) and turns raw outputs into arrays the jobs write. Va
 catalog configuration (entry.options), not copies of code.
 """
 
-from . import ben2, da3, moge2, upscale  # noqa: F401  (importing an adapter module registers it)
+from . import ben2, da3, lama, moge2, upscale  # noqa: F401  (importing an adapter module registers it)
 from .base import Adapter, adapter_class, load_adapter
 
 __all__ = ["Adapter", "adapter_class", "load_adapter"]

@@ -1,0 +1,72 @@
+"""Filling a hole with the inpainting model: the crop around the hole, the analysis size, and the paste back.
+
+LaMa needs context around a hole, not the whole photo: a 6000² photo with a 300 px hole is analysed as a
+crop of the hole plus `CONTEXT_FRACTION` of its size on every side (at least `MIN_CONTEXT` px), a
+~600² run instead of a 6000² one. The crop is analysed at its own resolution when its long edge fits
+`max_input_size`, else reduced to it (Lanczos) and the model's answer enlarged back (bicubic): a hole
+covering half the photo still costs one run at the analysis size.
+
+Paste back: the fill weight is the mask's own value (a soft mask or an anti-aliased lasso edge feathers the
+seam; the clean plate grows and feathers the cutout's matte before it gets here), and the colour becomes
+input + (model − input) × weight. Where the weight is 0 the input's own float values are kept, so an 8- or
+16-bit source written at its depth is bit-identical outside the mask.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ...contract import InputError
+from ..media import fit_long_edge_size, resize
+from ..models.lama import LamaAdapter
+from .depth_plane import Region
+
+CONTEXT_FRACTION = 0.5  # context on each side of the hole, as a fraction of the hole's longer side
+MIN_CONTEXT = 64  # pixels
+ANALYSED_HOLE = 1e-3  # a reduced pixel joins the hole when this much of it was hole (Lanczos rings a little)
+
+
+def hole_crop(weight: np.ndarray, context_fraction: float = CONTEXT_FRACTION) -> Region:
+    """The box around every pixel to fill (weight > 0) plus context on each side, inside the image."""
+    height, width = weight.shape
+    rows, columns = np.nonzero((weight > 0).any(axis=1))[0], np.nonzero((weight > 0).any(axis=0))[0]
+    if rows.size == 0:
+        raise InputError("The mask marks no pixel to fill; paint the region to fill white (or opaque).")
+    x0, x1, y0, y1 = int(columns[0]), int(columns[-1]) + 1, int(rows[0]), int(rows[-1]) + 1
+    context = max(MIN_CONTEXT, math.ceil(context_fraction * max(x1 - x0, y1 - y0)))
+    return Region(max(0, x0 - context), max(0, y0 - context), min(width, x1 + context), min(height, y1 + context))
+
+
+def inpaint_pixels(
+    adapter: LamaAdapter,
+    pixels: np.ndarray,
+    weight: np.ndarray,
+    max_input_size: int,
+    *,
+    last_run: bool = True,
+    log: Callable[[str], None] = lambda _message: None,
+) -> np.ndarray:
+    """A copy of display `pixels` (H, W, 3|4) with the colour under `weight` (H, W) in [0, 1] filled.
+
+    Alpha, if any, is kept as it is. Pixels with weight 0 keep their exact values.
+    """
+    crop = hole_crop(weight)
+    rows, columns = crop.slices
+    region = pixels[rows, columns, :3]
+    local = weight[rows, columns]
+    analysed = fit_long_edge_size(crop.size, max_input_size)
+    box = (crop.x0, crop.y0, crop.x1, crop.y1)
+    log(f"Inpainting crop {box} (x0, y0, x1, y1) analysed at {analysed[0]}×{analysed[1]}")
+    if analysed == crop.size:
+        filled = adapter.inpaint(region, local > 0, last_run=last_run)
+    else:
+        reduced = np.clip(resize(region, analysed), 0.0, 1.0)
+        reduced_hole = resize(local.astype(np.float32), analysed) > ANALYSED_HOLE
+        filled = np.clip(resize(adapter.inpaint(reduced, reduced_hole, last_run=last_run), crop.size), 0.0, 1.0)
+    result = pixels.copy()
+    fill = local[..., None]
+    result[rows, columns, :3] = np.where(fill > 0, region + (filled - region) * fill, region)
+    return result
