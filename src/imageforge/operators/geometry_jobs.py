@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import bpy
@@ -13,7 +14,15 @@ from .. import preferences
 from ..contract import InputError, JobId
 from ..contract.catalog import Family
 from ..contract.jobs import NormalMode
-from ..scene.depth_grid import SUBDIVISION_MAX, SUBDIVISION_MIN, GridMesh, depth_grid, flat_grid
+from ..scene.depth_grid import (
+    SUBDIVISION_MAX,
+    SUBDIVISION_MIN,
+    TEAR_RATIO_DEFAULT,
+    TEAR_RATIO_MIN,
+    GridMesh,
+    depth_grid,
+    flat_grid,
+)
 from ..scene.intrinsics import camera_fit, read_metadata
 from ..scene.materials import normal_image, photo_material
 from ..scene.objects import camera_object, grid_mesh_object, placement, select_only
@@ -34,6 +43,33 @@ def subdivision_property(default: int) -> Any:
     )
 
 
+class DepthTearing:
+    """Removing the faces that would stretch across depth jumps (scene/depth_grid.py)."""
+
+    tear: bpy.props.BoolProperty(
+        name="Tear at Depth Jumps",
+        description="Remove faces across depth discontinuities so foreground and background separate "
+        "instead of being joined by stretched faces",
+        default=True,
+    )
+    tear_ratio: bpy.props.FloatProperty(
+        name="Tear Ratio",
+        description="A face is removed when the depths at the ends of one of its edges differ by more than "
+        "this ratio (1.2: the far end 20% farther than the near end)",
+        default=TEAR_RATIO_DEFAULT,
+        min=TEAR_RATIO_MIN,
+        soft_max=3.0,
+        max=100.0,
+    )
+
+    def depth_mesh(self, points: np.ndarray, weight: np.ndarray, subdivisions: int) -> GridMesh:
+        return depth_grid(points, weight, subdivisions, tear_ratio=self.tear_ratio if self.tear else None)
+
+
+def torn_note(grid: GridMesh) -> str:
+    return f", {grid.torn} faces torn at depth jumps" if grid.torn else ""
+
+
 def geometry_parameters() -> dict[str, Any]:
     prefs = preferences.get_preferences()
     return {"resolution_level": preferences.job_resolution_level(prefs)}
@@ -45,7 +81,7 @@ def read_depth(result: JobResult) -> tuple[np.ndarray, np.ndarray]:
     return depth[..., :3], depth[..., 3]
 
 
-class IMAGEFORGE_OT_depth_plane(ImageTool, ImageForgeJobOperator, bpy.types.Operator):
+class IMAGEFORGE_OT_depth_plane(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.types.Operator):
     """Turn the active image into a mesh displaced by estimated depth, with a camera that reproduces the photo"""
 
     bl_idname = "imageforge.depth_plane"
@@ -67,7 +103,7 @@ class IMAGEFORGE_OT_depth_plane(ImageTool, ImageForgeJobOperator, bpy.types.Oper
         # Read and check every result before creating anything, so a bad file leaves the scene as it was.
         points, weight = read_depth(result)
         intrinsics = read_metadata(result.file("depth_metadata")).scaled(*image.size)
-        grid = depth_grid(points, weight, self.subdivisions)
+        grid = self.depth_mesh(points, weight, self.subdivisions)
         if len(grid.faces) == 0:
             raise InputError("The depth map has no valid pixels; try another image or a higher resolution level.")
         normal = normal_image(result.file("normal"), f"{image.name} Normal", camera_space=True)
@@ -86,11 +122,11 @@ class IMAGEFORGE_OT_depth_plane(ImageTool, ImageForgeJobOperator, bpy.types.Oper
         select_only(context, plane, camera)
         return (
             f"Depth plane: {len(grid.vertices)} vertices, depth {depths.min():.2f}–{depths.max():.2f} m, "
-            f"camera {camera.data.lens:.1f} mm"
+            f"camera {camera.data.lens:.1f} mm{torn_note(grid)}"
         )
 
 
-class IMAGEFORGE_OT_cutout(ImageTool, ImageForgeJobOperator, bpy.types.Operator):
+class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.types.Operator):
     """Cut the drawn region out of the image as a mesh (flat or displaced by depth) with its own material"""
 
     bl_idname = "imageforge.cutout"
@@ -152,18 +188,18 @@ class IMAGEFORGE_OT_cutout(ImageTool, ImageForgeJobOperator, bpy.types.Operator)
         obj = grid_mesh_object(context, name, grid, matrix, smooth=self.displace)
         obj.data.materials.append(photo_material(name, cutout, normal=normal, normal_space=space))
         select_only(context, obj)
-        return f"Cutout '{obj.name}': {len(grid.vertices)} vertices"
+        return f"Cutout '{obj.name}': {len(grid.vertices)} vertices{torn_note(grid)}"
 
     def displaced_grid(
         self, context: bpy.types.Context, result: JobResult, alpha: np.ndarray
     ) -> tuple[GridMesh, Matrix]:
         """Depth-shaped mesh centred on its own origin, placed at the cursor facing like a depth plane."""
         points, weight = read_depth(result)
-        grid = depth_grid(points, weight * resample_nearest(alpha, weight.shape), self.subdivisions)
+        grid = self.depth_mesh(points, weight * resample_nearest(alpha, weight.shape), self.subdivisions)
         if len(grid.vertices) == 0:
             return grid, placement(context)
         centre = grid.vertices.mean(axis=0)
-        centred = GridMesh(grid.vertices - centre, grid.faces, grid.uvs, grid.segments)
+        centred = replace(grid, vertices=grid.vertices - centre)
         return centred, placement(context) @ Matrix.Translation(Vector(centre.tolist()))
 
 

@@ -8,6 +8,12 @@ the photo when seen through that camera.
 The grid has 2^level segments along the image's longer side (at most one per depth pixel). A vertex takes the
 depth pixel under its grid line; a quad is kept only when its four corners are valid, and vertices no face uses are
 dropped. UVs span 0..1 over the array given (the whole photo, or a cutout's crop).
+
+Tearing: where depth jumps (a person in front of a wall), a grid would join foreground and background with long
+faces stretched along the camera's rays, which show as rubber sheets once the camera moves. A quad is dropped when
+the depths at the two ends of any of its four edges differ by more than `tear_ratio` (far / near, e.g. 1.2 = 20%),
+so the two layers separate. A ratio, not a distance, because the same jump in metres is a discontinuity near the
+camera and a gentle slope far away; faces on a receding floor stay unless their edge spans 20% of their distance.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 VALID_THRESHOLD = 0.5
+TEAR_RATIO_DEFAULT = 1.2
+TEAR_RATIO_MIN = 1.01
 SUBDIVISION_MIN = 1
 SUBDIVISION_MAX = 10
 
@@ -27,6 +35,7 @@ class GridMesh:
     faces: np.ndarray  # (m, 4) int32 vertex indices, counter-clockwise seen from the camera
     uvs: np.ndarray  # (n, 2) float32 per vertex
     segments: tuple[int, int]  # (along x, along y) before invalid quads were removed
+    torn: int = 0  # quads with valid corners removed because depth jumps across one of their edges
 
 
 def opencv_to_blender(points: np.ndarray) -> np.ndarray:
@@ -48,8 +57,13 @@ def _sample_indices(size: int, segments: int) -> tuple[np.ndarray, np.ndarray]:
     return lines / segments, np.minimum(lines * size // segments, size - 1).astype(np.intp)
 
 
-def depth_grid(points: np.ndarray, weight: np.ndarray, level: int) -> GridMesh:
-    """Mesh of a depth map: `points` (h, w, 3) OpenCV camera space, `weight` (h, w) alpha × validity."""
+def depth_grid(
+    points: np.ndarray, weight: np.ndarray, level: int, *, tear_ratio: float | None = TEAR_RATIO_DEFAULT
+) -> GridMesh:
+    """Mesh of a depth map: `points` (h, w, 3) OpenCV camera space, `weight` (h, w) alpha × validity.
+
+    `tear_ratio` None keeps every quad whose corners are valid; otherwise quads across a depth jump go.
+    """
     height, width = weight.shape
     segments = grid_segments(width, height, level)
     u, columns = _sample_indices(width, segments[0])
@@ -57,7 +71,20 @@ def depth_grid(points: np.ndarray, weight: np.ndarray, level: int) -> GridMesh:
     sampled = points[np.ix_(rows, columns)].astype(np.float32)
     valid = (weight[np.ix_(rows, columns)] >= VALID_THRESHOLD) & np.isfinite(sampled).all(axis=-1)
     valid &= sampled[..., 2] > 0
-    return _assemble(opencv_to_blender(sampled), valid, u, v, segments)
+    smooth = None if tear_ratio is None else smooth_quads(np.where(valid, sampled[..., 2], np.nan), tear_ratio)
+    return _assemble(opencv_to_blender(sampled), valid, u, v, segments, smooth)
+
+
+def smooth_quads(depth: np.ndarray, tear_ratio: float) -> np.ndarray:
+    """(rows − 1, columns − 1) bool: quads of the vertex `depth` grid with no edge whose far/near ratio exceeds
+    `tear_ratio`. NaN depths (invalid vertices) count as smooth here; validity is checked separately."""
+    if tear_ratio < TEAR_RATIO_MIN:
+        raise ValueError(f"tear_ratio must be at least {TEAR_RATIO_MIN}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        across = np.fmax(depth[:, 1:], depth[:, :-1]) / np.fmin(depth[:, 1:], depth[:, :-1])  # (rows, columns − 1)
+        down = np.fmax(depth[1:], depth[:-1]) / np.fmin(depth[1:], depth[:-1])  # (rows − 1, columns)
+        jump_across, jump_down = across > tear_ratio, down > tear_ratio  # NaN compares False
+    return ~(jump_across[:-1] | jump_across[1:] | jump_down[:, :-1] | jump_down[:, 1:])
 
 
 def flat_grid(weight: np.ndarray, level: int, size: float) -> GridMesh:
@@ -77,7 +104,12 @@ def flat_grid(weight: np.ndarray, level: int, size: float) -> GridMesh:
 
 
 def _assemble(
-    positions: np.ndarray, valid: np.ndarray, u: np.ndarray, v: np.ndarray, segments: tuple[int, int]
+    positions: np.ndarray,
+    valid: np.ndarray,
+    u: np.ndarray,
+    v: np.ndarray,
+    segments: tuple[int, int],
+    smooth: np.ndarray | None = None,
 ) -> GridMesh:
     rows, columns = valid.shape
     index = np.arange(rows * columns).reshape(rows, columns)
@@ -85,7 +117,9 @@ def _assemble(
         -1, 4
     )  # top-left, bottom-left, bottom-right, top-right: counter-clockwise from the camera
     flat_valid = valid.ravel()
-    faces = corners[flat_valid[corners].all(axis=1)]
+    complete = flat_valid[corners].all(axis=1)
+    kept = complete if smooth is None else complete & smooth.ravel()
+    faces = corners[kept]
     used = np.zeros(rows * columns, dtype=bool)
     used[faces.ravel()] = True
     remap = np.full(rows * columns, -1, dtype=np.int64)
@@ -96,4 +130,5 @@ def _assemble(
         faces=remap[faces].astype(np.int32),
         uvs=uv[used].astype(np.float32),
         segments=segments,
+        torn=int(complete.sum() - kept.sum()),
     )
