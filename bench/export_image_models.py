@@ -17,11 +17,15 @@ Writes into bench/models/ (git-ignored):
   `output` float16 [1, 1, 1024, 1024]) and the cost class of its Swin-B backbone: ConvNeXt-B stages
   (depths 3-3-27-3, widths 128-256-512-1024, ≈ Swin-B in parameters and FLOPs) and an FPN decoder
   with a sigmoid matte. BEN2's real decoder (MVANet) is not reproduced; the timing class is.
+- ben2-shaped-fp16.onnx: the same network and weights in fp16 throughout (float32 input cast inside,
+  fp16 output), the precision layout of the published `onnx/model_fp16.onnx`; bench/fp16_cpu.py compares
+  it, its fp32 twin and the server's fp32 CPU copy of it. `--ben2-only` exports just these two.
 Weights are random: timings are real, outputs meaningless.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.abc
 import importlib.machinery
 import sys
@@ -130,18 +134,33 @@ class Ben2Shaped(nn.Module):
         return torch.sigmoid(matte).half()
 
 
+class HalfPrecision(nn.Module):
+    """The published BEN2 file's precision layout: float32 input, fp16 weights and arithmetic, fp16 output."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model.half()
+
+    def forward(self, x):
+        return self.model(x.half())
+
+
 def export_ben2() -> None:
+    """ben2-shaped.onnx (fp32 weights) and its fp16 twin ben2-shaped-fp16.onnx (the same weights, halved)."""
     model = Ben2Shaped().eval()
-    torch.onnx.export(
-        model, torch.rand(1, 3, 1024, 1024), str(MODELS / "ben2-shaped.onnx"), input_names=["input"],
-        output_names=["output"], opset_version=17, dynamo=False,
-    )  # fmt: skip
-    print("ben2-shaped.onnx", sum(parameter.numel() for parameter in model.parameters()), "parameters")
+    twins = {"ben2-shaped.onnx": model, "ben2-shaped-fp16.onnx": HalfPrecision(copy.deepcopy(model)).eval()}
+    for name, network in twins.items():
+        torch.onnx.export(
+            network, torch.rand(1, 3, 1024, 1024), str(MODELS / name), input_names=["input"],
+            output_names=["output"], opset_version=17, dynamo=False,
+        )  # fmt: skip
+        print(name, sum(parameter.numel() for parameter in model.parameters()), "parameters")
 
 
 if __name__ == "__main__":
     MODELS.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
     with torch.no_grad():
-        export_upscalers()
+        if "--ben2-only" not in sys.argv:
+            export_upscalers()
         export_ben2()

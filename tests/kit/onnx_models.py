@@ -9,6 +9,7 @@ tests can assert the results a host pipeline produces.  Each family also has a n
 Builders (all return ``pathlib.Path(path)``):
 
 * :func:`build_ben2`      background removal (``input`` [1,3,S,S] -> ``output`` [1,1,S,S] fp16)
+* :func:`build_ben2_fp16` the same signature with fp16 weights and arithmetic (the published fp16 layout)
 * :func:`build_upscaler`  Real-ESRGAN style (``input`` [batch,3,h,w] -> ``output`` [batch,3,4h,4w])
 * :func:`build_moge2`     MoGe-2 (``image``, ``num_tokens`` -> ``points``, ``normal``, ``mask``,
   ``metric_scale``) rendering a known tilted plane
@@ -162,6 +163,42 @@ def ben2_reference(x: np.ndarray, function: str = "luma") -> np.ndarray:
     if function == "threshold":
         return (x[:, :1] > 0.5).astype(np.float32)
     raise ValueError(f"unknown BEN2 test function {function!r}")
+
+
+def build_ben2_fp16(path, *, size: int = 32, features: int = 8, seed: int = 7) -> Path:
+    """BEN2's published precision layout (``onnx/model_fp16.onnx``): ``input`` float32 [1,3,S,S] cast to fp16
+    inside, fp16 weights and arithmetic, ``output`` float16 [1,1,S,S].
+
+    The graph holds what an fp16 export really contains: a 3×3 Conv (fp16 weights, seeded), torch's erf-GELU
+    pattern with fp16 constants (``x * 0.5 * (1 + erf(x / √2))``, √2 rounded to fp16), a ``Resize`` wrapped in
+    Casts to float32 and back (as converters do for operators they keep in fp32), a 1×1 Conv, a Sigmoid,
+    and a Cast from an integer (the input's height, from ``Shape``) to fp16 that scales the matte by
+    ``height / size`` = 1. Its function is not simple: compare it with an fp32 run, not a closed form.
+    """
+    rng = np.random.default_rng(seed)
+    g = _Graph()
+    half = g.op("Cast", ["input"], to=_F16)
+    w1 = g.const(rng.normal(0, 0.5, (features, 3, 3, 3)), np.float16, hint="conv1_w")
+    b1 = g.const(rng.normal(0, 0.1, features), np.float16, hint="conv1_b")
+    x = g.op("Conv", [half, w1, b1], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    erf = g.op("Erf", [g.op("Div", [x, g.const(math.sqrt(2.0), np.float16, hint="sqrt2")])])
+    gelu = g.op("Mul", [g.op("Mul", [x, g.op("Add", [erf, g.const(1.0, np.float16, hint="one")])]),
+                        g.const(0.5, np.float16, hint="half")])  # fmt: skip
+    wide = g.op("Cast", [gelu], to=_F32)
+    scales = g.const([1.0, 1.0, 1.0, 1.0], np.float32, hint="scales")
+    resized = g.op("Resize", [wide, "", scales], mode="nearest")
+    y = g.op("Cast", [resized], to=_F16)
+    w2 = g.const(rng.normal(0, 0.5, (1, features, 1, 1)), np.float16, hint="conv2_w")
+    matte = g.op("Sigmoid", [g.op("Conv", [y, w2], kernel_shape=[1, 1])])
+    height = g.op("Gather", [g.op("Shape", ["input"]), g.const(2, np.int64)], axis=0)
+    ratio = g.op("Div", [g.op("Cast", [height], to=_F16), g.const(float(size), np.float16)])
+    g.op("Mul", [matte, ratio], out="output")
+    return g.save(
+        path,
+        "ben2_fp16_test",
+        [helper.make_tensor_value_info("input", _F32, [1, 3, size, size])],
+        [helper.make_tensor_value_info("output", _F16, [1, 1, size, size])],
+    )
 
 
 # --------------------------------------------------------------------------------------------------

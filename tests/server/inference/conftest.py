@@ -10,7 +10,7 @@ import pytest
 from imageforge.contract.catalog import Family, ModelEntry, ModelFile
 from imageforge.server.downloads.store import file_path
 from imageforge.server.inference.devices import OrtRuntime, detect_runtime
-from tests.kit.onnx_models import build_ben2, build_upscaler
+from tests.kit.onnx_models import build_ben2, build_ben2_fp16, build_upscaler
 
 from .fake_onnxruntime import FakeOrt
 
@@ -48,6 +48,14 @@ def upscaler_x2(storage_root: Path) -> ModelEntry:
 def ben2(storage_root: Path) -> ModelEntry:
     entry = make_entry("KIT_BEN2", Family.BACKGROUND, "onnx/model_fp16.onnx")
     build_ben2(file_path(storage_root, entry, entry.files[0]), size=32)
+    return entry
+
+
+@pytest.fixture
+def ben2_fp16(storage_root: Path) -> ModelEntry:
+    """A BEN2-shaped kit model with fp16 weights and arithmetic, stored as the published fp16 file would be."""
+    entry = make_entry("KIT_BEN2_FP16", Family.BACKGROUND, "onnx/model_fp16.onnx")
+    build_ben2_fp16(file_path(storage_root, entry, entry.files[0]))
     return entry
 
 

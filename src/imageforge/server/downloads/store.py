@@ -158,6 +158,18 @@ def remember_hash(storage_root: Path, path: Path, sha256: str) -> None:
         _save_cache(storage_root, cache)
 
 
+def known_sha256(storage_root: Path, path: Path) -> str:
+    """The SHA-256 of `path` as it is now: from the cache when its record still matches, else measured and kept."""
+    info = path.stat()
+    with _cache_lock:
+        cached = _load_cache(storage_root).get(_cache_key(storage_root, path))
+    if isinstance(cached, dict) and cached.get("sha256") and cached == _record(info, str(cached["sha256"])):
+        return str(cached["sha256"])
+    digest = sha256_of(path)
+    remember_hash(storage_root, path, digest)
+    return digest
+
+
 def forget(storage_root: Path, path: Path) -> None:
     """Delete a model file and its cache record (a file known to be wrong, before fetching it again)."""
     path.unlink(missing_ok=True)

@@ -21,8 +21,9 @@ from typing import Any
 
 from ...contract import Device, ImageForgeError, ModelUnavailableError
 from ...contract.catalog import Family, ModelEntry
-from ..downloads.store import file_path
+from ..downloads.store import file_path, known_sha256
 from .coreml_cache import CoreMLCache
+from .cpu_copy import cpu_graph, ready_copy
 from .devices import OrtRuntime, default_intra_op_threads, detect_runtime, resolve_device
 from .runner import LoadedSession, Warn, run
 from .session_factory import SessionRequest, create_session
@@ -55,6 +56,11 @@ class SessionHandle:
     @property
     def providers(self) -> tuple[str, ...]:
         return self._loaded.current().providers
+
+    @property
+    def graph(self) -> Path | None:
+        """The model file the session was loaded from (the fp32 CPU copy of an fp16 file, or the original)."""
+        return self._loaded.current().graph
 
     @property
     def session(self) -> Any:
@@ -106,22 +112,28 @@ class ModelManager:
         free_dimensions: Mapping[str, int] | None = None,
         threads: int | None = None,
         warn: Warn | None = None,
+        progress: Callable[[str], None] | None = None,
     ) -> SessionHandle:
         """The session for `entry` on `device`, loaded now or reused; warnings about the device go to `warn`.
 
         `provider_options` are the model's own options for the chosen accelerator (MoGe-2 on CoreML:
         `{"RequireStaticInputShapes": "1"}`); `threads` overrides the manager's `intra_op_num_threads`.
+        CPU sessions of an fp16 file load its verified fp32 copy, derived on first CPU use (`progress` hears
+        about that wait); sessions on an accelerator load the original (cpu_copy.py).
         """
         runtime = self.runtime
         choice = resolve_device(device, runtime)
+        files = self._files(entry)
+        threads = threads or self.threads
         request = SessionRequest(
             name=entry.key,
-            files=self._files(entry),
+            files=files,
             device=choice.device,
             provider_options=dict(provider_options or {}),
             free_dimensions=dict(free_dimensions or {}),
-            threads=threads or self.threads,
+            threads=threads,
             label=entry.label,
+            cpu_graph=self._cpu_graph(runtime, entry, files[0], choice.device, threads, progress),
         )
         stats = [path.stat() for path in request.files]
         key = (
@@ -131,6 +143,7 @@ class ModelManager:
             tuple(sorted(request.provider_options.items())),
             tuple(sorted(request.free_dimensions.items())),
             request.threads,
+            str(request.cpu_graph),
         )
         with self._load_lock:
             if self._closed:
@@ -212,6 +225,29 @@ class ModelManager:
             if not path.is_file():
                 raise ModelUnavailableError(f"{entry.label} is not downloaded; download it in the preferences.")
         return paths
+
+    def _cpu_graph(
+        self,
+        runtime: OrtRuntime,
+        entry: ModelEntry,
+        graph: Path,
+        device: Device,
+        threads: int,
+        progress: Callable[[str], None] | None,
+    ) -> Path | None:
+        """The fp32 copy CPU sessions of `graph` load, or None for the original. Derived only for a CPU session;
+        for an accelerator's CPU fallback only a copy that already exists is used (no minute-long detour)."""
+        try:
+            digest = known_sha256(self.storage_root, graph)
+            if device is not Device.CPU:
+                return ready_copy(graph, digest)
+            with self._load_lock:  # one derivation at a time, never while another job loads
+                announce = (lambda: progress(f"Preparing {entry.label} for CPU (once)")) if progress else lambda: None
+                chosen = cpu_graph(runtime.module, graph, digest, threads=threads, announce=announce)
+        except Exception as error:  # a copy is an optimisation: any failure leaves the original serving
+            log.warning("%s: no fp32 CPU copy (%r); the original serves.", entry.key, error)
+            return None
+        return None if chosen == graph else chosen
 
     def _load(self, runtime: OrtRuntime, family: Family, key: tuple, request: SessionRequest) -> LoadedSession:
         pinned = replace(request, device=Device.CPU) if self._cpu_pin(key) is not None else request

@@ -7,6 +7,8 @@ Every provider quirk lives here so that adapters never build sessions themselves
   DirectML can pre-optimise.
 - CoreML: the default configuration (forcing MLProgram broke MoGe-2 on M4) plus per-model options, the
   compile cache, and CPU always listed after it for the nodes CoreML cannot take.
+- CPU: the request's `cpu_graph` when it has one (the verified fp32 copy of an fp16 file, cpu_copy.py);
+  accelerators always load the original.
 - An accelerator that fails to create, or that ONNX Runtime silently drops, becomes a CPU session with the
   reason logged and returned, so the job can say so.
 """
@@ -43,6 +45,7 @@ class SessionRequest:
     free_dimensions: Mapping[str, int] = field(default_factory=dict)
     threads: int | None = None
     label: str = ""  # how messages name the model; `name` (the catalog key) names cache folders
+    cpu_graph: Path | None = None  # what CPU sessions load instead of `files[0]`: the fp32 copy of an fp16 file
 
     @property
     def graph(self) -> Path:
@@ -61,6 +64,7 @@ class CreatedSession:
     load_seconds: float
     shrink: str | None = None  # arenas this session really has, as `memory.enable_memory_arena_shrinkage` names them
     fallback: str | None = None  # why this is not the requested device, phrased for the job's message
+    graph: Path | None = None  # the file this session was loaded from
 
     @property
     def provider(self) -> str:
@@ -84,7 +88,8 @@ def create_session(
         providers = tuple(session.get_providers())
         if providers and providers[0] == wanted:
             elapsed = time.perf_counter() - started
-            return CreatedSession(session, request.device, providers, elapsed, _shrink_target(request, providers))
+            shrink = _shrink_target(request, providers)
+            return CreatedSession(session, request.device, providers, elapsed, shrink, graph=request.graph)
         reason = f"ONNX Runtime did not start {wanted}"
         log.warning("%s: %s asked for, %s running; using CPU.", request.name, wanted, list(providers))
         del session  # release it before the CPU session loads the weights again
@@ -147,6 +152,8 @@ def _open(runtime: OrtRuntime, request: SessionRequest, providers: list[tuple[st
 
 
 def _cpu_session(runtime: OrtRuntime, request: SessionRequest, started: float, *, fallback: str | None):
+    if request.cpu_graph is not None:
+        request = replace(request, files=(request.cpu_graph, *request.files[1:]))
     try:
         session = _open(runtime, request, provider_list(request))
     except Exception as error:
@@ -157,7 +164,8 @@ def _cpu_session(runtime: OrtRuntime, request: SessionRequest, started: float, *
         raise ModelUnavailableError(f"{request.title} could not be loaded ({describe(error)}).") from error
     providers = tuple(session.get_providers())
     elapsed = time.perf_counter() - started
-    return CreatedSession(session, Device.CPU, providers, elapsed, _shrink_target(request, providers), fallback)
+    shrink = _shrink_target(request, providers)
+    return CreatedSession(session, Device.CPU, providers, elapsed, shrink, fallback, graph=request.graph)
 
 
 def _shrink_target(request: SessionRequest, providers: tuple[str, ...]) -> str | None:

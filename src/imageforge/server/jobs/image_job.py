@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from ...contract import Device, ModelUnavailableError
 from ...contract.catalog import Family, load_catalog
 from ..inference import current_fraction
+from ..inference.cpu_copy import is_copy
 from ..models import Adapter, load_adapter
 
 A = TypeVar("A", bound=Adapter)
@@ -51,9 +52,11 @@ def prepare_adapter(
         raise ModelUnavailableError(
             f"{entry.label} ({entry.adapter}) cannot run this job; choose another {family.value} model."
         )
+    graph = adapter.handle.graph
+    copy = f" from its fp32 CPU copy {graph.name}" if is_copy(graph) else ""
     context.log(
         f"{entry.label} ({entry.key}) loaded for device {device.value}: "
-        f"runs on {adapter.device.value} ({adapter.provider})"
+        f"runs on {adapter.device.value} ({adapter.provider}){copy}"
     )
     return adapter
 

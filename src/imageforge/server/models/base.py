@@ -101,7 +101,13 @@ def load_adapter(
     context.progress(current_fraction(context), f"Loading {entry.label}")
     resolved = resolve_device(device, manager.runtime).device
     options = dict(cls.coreml_options) if resolved is Device.COREML else None
-    handle = manager.acquire(entry, device, provider_options=options, warn=job_warner(context))
+    handle = manager.acquire(
+        entry,
+        device,
+        provider_options=options,
+        warn=job_warner(context),
+        progress=lambda message: context.progress(current_fraction(context), message),
+    )
     adapter = cls(entry, handle)
     provenance.record(context, adapter)
     return adapter

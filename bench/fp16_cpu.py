@@ -1,0 +1,101 @@
+"""fp16 model files on ONNX Runtime CPU: the fp16 file, its fp32 twin and the server's fp32 CPU copy, side by side.
+
+    uv run --locked --no-sync python bench/fp16_cpu.py [--runs 3] [--threads N]
+
+Needs bench/models/ben2-shaped.onnx and ben2-shaped-fp16.onnx (bench/export_image_models.py --ben2-only).
+The copy is derived exactly as the server derives it on first CPU use (cpu_copy.derive: rewrite, then the
+check against the original on a sample), into bench/results/. Then the three files run the same input in
+turn (one warm-up each, then `--runs` rounds, interleaved so machine load hits all three alike) on the
+server's CPU session settings. Printed: median seconds per run, ÷ the fp32 twin, and the node count after
+ONNX Runtime's optimisation (fewer nodes: Casts gone, GELU fused). Goal: copy ÷ fp32 ≤ 1.05.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from imageforge.server.inference.cpu_copy import copy_path, derive
+from imageforge.server.inference.devices import default_intra_op_threads
+from imageforge.server.inference.onnx_messages import parse_model
+
+HERE = Path(__file__).resolve().parent
+MODELS = HERE / "models"
+RESULTS = HERE / "results"
+GOAL = 1.05
+
+
+def session(path: Path, threads: int, optimized: Path | None = None) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    if optimized is not None:
+        options.optimized_model_filepath = str(optimized)
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def optimised_nodes(path: Path, threads: int) -> dict[str, int]:
+    target = RESULTS / f"{path.stem}.optimised.onnx"
+    session(path, threads, optimized=target)
+    counts: dict[str, int] = {}
+    for node in parse_model(target.read_bytes()).graph.node:
+        counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    target.unlink()
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=default_intra_op_threads())
+    args = parser.parse_args()
+    RESULTS.mkdir(exist_ok=True)
+    fp32, fp16 = MODELS / "ben2-shaped.onnx", MODELS / "ben2-shaped-fp16.onnx"
+    source = RESULTS / fp16.name  # derive beside a private copy of the original, as the server does beside its own
+    shutil.copyfile(fp16, source)
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    started = time.perf_counter()
+    record = derive(ort, source, digest, threads=args.threads)
+    derive_seconds = time.perf_counter() - started
+    if record is None or record.copy is None:
+        raise SystemExit(f"no copy: {record}")
+    files = {"fp32 twin": fp32, "fp16 file": source, "fp32 CPU copy": copy_path(source, digest)}
+    sessions = {name: session(path, args.threads) for name, path in files.items()}
+    feeds = {"input": np.random.default_rng(0).random((1, 3, 1024, 1024), dtype=np.float32)}
+    times: dict[str, list[float]] = {name: [] for name in files}
+    for round_index in range(args.runs + 1):
+        for name, loaded in sessions.items():
+            began = time.perf_counter()
+            loaded.run(None, feeds)
+            if round_index:  # round 0 warms every session up
+                times[name].append(time.perf_counter() - began)
+    del sessions
+    nodes = {name: optimised_nodes(path, args.threads) for name, path in files.items()}
+    base = statistics.median(times["fp32 twin"])
+    print(f"threads {args.threads}, load average {os.getloadavg()[0]:.2f}, {args.runs} interleaved runs each")
+    print(f"copy derived and checked in {derive_seconds:.1f} s: {record.removed_casts} Casts removed, "
+          f"{record.restored_constants} GELU constants restored, max |copy - fp16| {record.checks[0]['max_abs_diff']:.2e}")  # fmt: skip
+    print(f"{'file':16} {'median s':>9} {'÷ fp32':>7} {'nodes':>6} {'Cast':>5} {'Gelu':>5} {'Erf':>5}")
+    rows = {}
+    for name in files:
+        median = statistics.median(times[name])
+        count = nodes[name]
+        rows[name] = {"seconds": times[name], "median": median, "ratio": median / base, "nodes": count}
+        print(f"{name:16} {median:9.3f} {median / base:7.3f} {sum(count.values()):6d} {count.get('Cast', 0):5d} "
+              f"{count.get('Gelu', 0) + count.get('BiasGelu', 0):5d} {count.get('Erf', 0):5d}")  # fmt: skip
+    ratio = rows["fp32 CPU copy"]["ratio"]
+    print(f"goal fp16 file on CPU within {GOAL}x of fp32: copy {ratio:.3f}x {'met' if ratio <= GOAL else 'NOT met'}")
+    payload = {"threads": args.threads, "load": os.getloadavg(), "derive_seconds": derive_seconds, "rows": rows}
+    (RESULTS / "fp16_cpu.json").write_text(json.dumps(payload, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
