@@ -87,7 +87,12 @@ class RemoveBackgroundParams:
 class UpscaleImageParams:
     input: str = param(doc=_INPUT_DOC, path=True)
     scale: int = param(4, doc="Output scale factor.", choices=(2, 4))
-    tile_size: int = param(0, doc="Tile edge in source pixels; 0 chooses from memory.", minimum=0, maximum=4096)
+    tile_size: int = param(
+        0,
+        doc="Core each tile run keeps, in source pixels (context comes on top); 0 chooses from memory.",
+        minimum=0,
+        maximum=4096,
+    )
     sequence_output: SequenceOutput = param(SequenceOutput.VIDEO, doc="For videos and sequences.")
     model: str | None = param(None, doc=_MODEL_DOC)
     device: Device = _device()

@@ -10,8 +10,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper, onnx_ml_pb2
 from google.protobuf import descriptor as protobuf_descriptor
+from onnx import TensorProto, helper, numpy_helper, onnx_ml_pb2
 
 from imageforge.contract import Device
 from imageforge.server.downloads.store import file_path

@@ -33,7 +33,7 @@ def photo(tmp_path: Path) -> tuple[Path, np.ndarray]:
 
 def test_tiled_upscale_equals_the_model_on_the_whole_image(run_job, photo):
     path, pixels = photo
-    result, context = run_job("upscale-image", {"input": str(path), "tile_size": 20})
+    result, context = run_job("upscale-image", {"input": str(path), "tile_size": 12})
     assert result["upscale"].name == "upscale.png"
     out = np.asarray(PILImage.open(result["upscale"]))
     assert out.shape == (120, 160, 3) and out.dtype == np.uint8
@@ -42,7 +42,7 @@ def test_tiled_upscale_equals_the_model_on_the_whole_image(run_job, photo):
     tiles = [message for message in context.messages if message.startswith("Upscaling tile")]
     total = int(tiles[-1].split("/")[1])
     assert total > 4 and tiles[1:] == [f"Upscaling tile {done}/{total}" for done in range(1, total + 1)]
-    assert f"{total} tile(s) of 20px" in context.log_text
+    assert f"{total} tile(s) of 12px cores" in context.log_text
 
 
 def test_sixteen_bit_rgba_keeps_its_depth_and_upscales_alpha_separately(run_job, tmp_path: Path):

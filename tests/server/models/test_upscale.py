@@ -10,7 +10,8 @@ from PIL import Image as PILImage
 
 from imageforge.contract import InputError
 from imageforge.contract.catalog import Family
-from imageforge.server.models.upscale import UpscaleAdapter, choose_tile
+from imageforge.server.models.upscale import UpscaleAdapter, automatic_core
+from imageforge.server.tiling import plan_tiles
 from tests.kit.onnx_models import build_upscaler, upscaler_reference
 
 from .conftest import kit_entry
@@ -52,7 +53,7 @@ def image() -> np.ndarray:
 def test_tiled_output_equals_a_whole_image_run_when_the_margin_covers_the_receptive_field(blur_upscaler, image):
     adapter = blur_upscaler(margin=RADIUS)
     assert isinstance(adapter, UpscaleAdapter)
-    plan = adapter.plan(48, 64, scale=4, tile_size=24)
+    plan = adapter.plan(48, 64, scale=4, tile_size=16)
     assert plan.model_scale == 4 and plan.tile_count > 6 and plan.batch == 1  # CPU: one tile per run
     reported = []
     out = collect(adapter, image, plan, on_tile=lambda done, total: reported.append((done, total)))
@@ -63,7 +64,7 @@ def test_tiled_output_equals_a_whole_image_run_when_the_margin_covers_the_recept
 
 def test_a_margin_smaller_than_the_receptive_field_shows_at_the_tile_edges(blur_upscaler, image):
     adapter = blur_upscaler(margin=0)
-    plan = adapter.plan(48, 64, scale=4, tile_size=24)
+    plan = adapter.plan(48, 64, scale=4, tile_size=16)
     assert np.abs(collect(adapter, image, plan) - reference(image)).max() > 1e-3
 
 
@@ -72,7 +73,7 @@ def test_alpha_goes_through_the_model_separately_and_is_reattached(blur_upscaler
     alpha = np.zeros((48, 64, 1), dtype=np.float32)
     alpha[10:30, 20:50] = 1.0
     rgba = np.concatenate([image, alpha], axis=2)
-    plan = adapter.plan(48, 64, scale=4, tile_size=24)
+    plan = adapter.plan(48, 64, scale=4, tile_size=16)
     runs_before = adapter.runs
     out = collect(adapter, rgba, plan)
     assert out.shape == (192, 256, 4)
@@ -84,7 +85,7 @@ def test_alpha_goes_through_the_model_separately_and_is_reattached(blur_upscaler
 def test_opaque_alpha_costs_no_model_runs(blur_upscaler, image):
     adapter = blur_upscaler()
     rgba = np.concatenate([image, np.ones((48, 64, 1), dtype=np.float32)], axis=2)
-    plan = adapter.plan(48, 64, scale=4, tile_size=24)
+    plan = adapter.plan(48, 64, scale=4, tile_size=16)
     runs_before = adapter.runs
     out = collect(adapter, rgba, plan)
     assert adapter.runs - runs_before == plan.tile_count
@@ -93,7 +94,7 @@ def test_opaque_alpha_costs_no_model_runs(blur_upscaler, image):
 
 def test_scale_two_is_the_four_times_output_halved_with_lanczos(blur_upscaler, image):
     adapter = blur_upscaler()
-    plan = adapter.plan(48, 64, scale=2, tile_size=24)
+    plan = adapter.plan(48, 64, scale=2, tile_size=16)
     out = collect(adapter, image, plan)
     assert out.shape == (96, 128, 3)
     big = reference(image)
@@ -106,7 +107,7 @@ def test_scale_two_is_the_four_times_output_halved_with_lanczos(blur_upscaler, i
 
 def test_the_arena_shrink_is_requested_on_the_last_run_only(blur_upscaler, image):
     adapter = blur_upscaler()
-    plan = adapter.plan(48, 64, scale=4, tile_size=24)  # the probe run happens here
+    plan = adapter.plan(48, 64, scale=4, tile_size=16)  # the probe run happens here
     flags = []
     run = adapter.handle.run
     adapter.handle.run = lambda feeds, *, last_run: flags.append(last_run) or run(feeds, last_run=last_run)
@@ -134,10 +135,18 @@ def test_scale_comes_from_the_catalog_or_a_probe(make_adapter):
     assert declared.model_scale == 4 and declared.runs == 0
 
 
-def test_a_tile_size_inside_the_overlap_is_refused(blur_upscaler):
+def test_a_tile_size_inside_the_blend_is_refused(blur_upscaler):
     adapter = blur_upscaler()
-    with pytest.raises(InputError, match="'tile_size' must be 0 or more than 10"):
-        adapter.plan(100, 100, scale=4, tile_size=10)
+    with pytest.raises(InputError, match="'tile_size' must be 0 or more than 4"):
+        adapter.plan(100, 100, scale=4, tile_size=4)
+
+
+def test_tile_size_is_the_core_each_run_keeps(blur_upscaler):
+    adapter = blur_upscaler()  # margin 3, blend 4: context 5 pixels around each core
+    plan = adapter.plan(48, 64, scale=4, tile_size=16)
+    assert [(span.core_start, span.core_end) for span in plan.grid.columns] == [(0, 16), (16, 32), (32, 48), (48, 64)]
+    assert [span.size for span in plan.grid.columns] == [21, 26, 26, 21]
+    assert plan.tile_count == 3 * 4
 
 
 def test_the_memory_budget_decides_the_tile_size(make_adapter):
@@ -147,24 +156,20 @@ def test_the_memory_budget_decides_the_tile_size(make_adapter):
     small = adapter.plan(100, 140, scale=4)
     assert small.tile_count == 1  # fits the budget: one run on the whole image
     large = adapter.plan(300, 200, scale=4)
-    assert large.grid.tile <= limit and large.tile_count > 1
+    assert max(large.grid.largest_run) <= limit and large.tile_count > 1
     light = make_adapter(
         kit_entry("LIGHT", Family.UPSCALE, "upscale", tile_memory_mib=512, tile_bytes_per_pixel=1024), build_upscaler
     )
     assert light.plan(300, 200, scale=4).tile_count == 1  # a model that states a small footprint gets one tile
 
 
-@pytest.mark.parametrize(("height", "width"), [(1000, 400), (4096, 4096), (2160, 3840), (500, 9000)])
-def test_choose_tile_uses_no_more_tiles_than_the_limit_needs_and_wastes_little(height, width):
-    limit, overlap = 416, 36
-
-    def count(tile: int, length: int) -> int:
-        size = min(tile, length)
-        return 1 if size == length else math.ceil((length - size) / (size - overlap)) + 1
-
-    tile = choose_tile(height, width, limit=limit, overlap=overlap)
-    assert tile <= limit and tile % 8 == 0 or tile == max(height, width)
-    assert count(tile, height) * count(tile, width) == count(limit, height) * count(limit, width)
-    if tile > 64:
-        smaller = tile - 8
-        assert count(smaller, height) * count(smaller, width) > count(tile, height) * count(tile, width)
+@pytest.mark.parametrize(("height", "width"), [(1000, 400), (4096, 4096), (2160, 3840), (500, 9000), (300, 416)])
+def test_automatic_cores_use_the_fewest_runs_that_fit_the_limit(height, width):
+    limit, context = 416, 18
+    core = automatic_core(height, width, limit=limit, context=context)
+    grid = plan_tiles(height, width, core=core, margin=10, blend=16)
+    assert max(grid.largest_run) <= limit
+    if max(height, width) <= limit:
+        assert grid.count == 1
+    else:  # a run per (limit - 2·context) pixels of each axis, no more
+        assert grid.count == math.ceil(height / (limit - 2 * context)) * math.ceil(width / (limit - 2 * context))

@@ -49,7 +49,7 @@ SAME_AS_FIRST = frozenset(
     Mean Min Mish Mod Mul Neg Pad Pow PRelu Reciprocal ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax
     ReduceMean ReduceMin ReduceProd ReduceSum ReduceSumSquare Relu Reshape Resize Round ScatterElements ScatterND
     Selu Shrink Sigmoid Sign Sin Sinh Slice Softmax Softplus Softsign SpaceToDepth Split Sqrt Squeeze Sub Sum
-    Tan Tanh ThresholdedRelu Tile Transpose Trilu Unsqueeze Upsample""".split()
+    Tan Tanh ThresholdedRelu Tile Transpose Trilu Unsqueeze Upsample""".split()  # noqa: SIM905 (a readable list)
 )
 INT64_OUTPUTS = frozenset({"Shape", "Size", "NonZero", "ArgMax", "ArgMin"})
 BOOL_OUTPUTS = frozenset(

@@ -117,9 +117,7 @@ def _local_name(message: str) -> str:
 
 
 def _file_descriptor() -> descriptor_pb2.FileDescriptorProto:
-    file = descriptor_pb2.FileDescriptorProto(
-        name="imageforge_onnx_subset.proto", package=PACKAGE, syntax="proto2"
-    )
+    file = descriptor_pb2.FileDescriptorProto(name="imageforge_onnx_subset.proto", package=PACKAGE, syntax="proto2")
     for message, fields in SCHEMA.items():
         declared = file.message_type.add(name=_local_name(message))
         for name, number, repeated, kind, packed in fields:

@@ -56,7 +56,7 @@ def run_debug_upscale(context: Any, params: DebugParams) -> dict[str, str]:
     height, width = pixels.shape[:2]
     scale = adapter.model_scale
     plan = adapter.plan(height, width, scale=scale)
-    tile_h, tile_w = min(plan.grid.tile, height), min(plan.grid.tile, width)
+    tile_h, tile_w = plan.grid.rows[0].size, plan.grid.columns[0].size
     feed = np.ascontiguousarray(pixels[None, :tile_h, :tile_w, :3].transpose(0, 3, 1, 2), dtype=adapter.dtype)
     progress.running(0.0, "Running model on the first tile")
     started = time.perf_counter()
@@ -80,7 +80,9 @@ def run_debug_upscale(context: Any, params: DebugParams) -> dict[str, str]:
         "model_scale": scale,
         "tiles": {
             "count": grid.count,
-            "tile": grid.tile,
+            "core": grid.core,
+            "context": grid.context,
+            "largest_run": list(grid.largest_run),
             "margin": grid.margin,
             "blend": grid.blend,
             "batch": plan.batch,

@@ -36,7 +36,9 @@ def run_upscale_image(context: Any, params: UpscaleImageParams) -> dict[str, str
     grid = plan.grid
     context.log(
         f"Upscaling {width}×{height} ×{params.scale} (model ×{plan.model_scale}): {grid.count} tile(s) of "
-        f"{grid.tile}px, margin {grid.margin}, blend {grid.blend}, batch {plan.batch}, work ×{grid.work_ratio:.3f}"
+        f"{min(grid.core, max(width, height))}px cores, context {grid.context} (margin {grid.margin}, blend "
+        f"{grid.blend}), largest run {grid.largest_run[1]}×{grid.largest_run[0]}, batch {plan.batch}, "
+        f"work ×{grid.work_ratio:.3f}"
     )
     if params.tile_size and grid.work_ratio > OVERLAP_WARNING:
         context.log(

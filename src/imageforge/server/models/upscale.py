@@ -5,8 +5,10 @@
   option, else measured once on a small probe, and every output is checked against it.
 - Large images run as overlapping tiles blended with feathered weights (server/tiling.py), so there are
   no seams, and the output is streamed in row bands to a sink: no float copy of the whole output exists.
-- Tile size: the largest that fits a memory budget (model activations grow with tile area), then shrunk
-  to the smallest size that needs no more tiles, so overlap work is as small as the budget allows.
+- Tile size: `tile_size` is the core each run keeps; the model's context (`tile_margin`, its receptive
+  radius, plus half of `tile_blend`) is added around it. Automatic (0): the whole image in one run when
+  its activations fit a memory budget, else the largest core whose runs fit it; cores split each axis
+  evenly, so the overlap work is as small as the budget allows.
   Batches of tiles only on CUDA, where they fill the device; on CPU one tile already uses every thread,
   and DirectML pins the batch dimension to 1.
 - Alpha is upscaled separately, as a grey image through the same model (crisp edges, no colour bleeding
@@ -27,7 +29,7 @@ from ...contract import Device, InputError, ModelUnavailableError
 from ...contract.catalog import Family, ModelEntry
 from ..halving import BandHalver
 from ..inference import SessionHandle
-from ..tiling import TileGrid, plan_tiles, run_tiled
+from ..tiling import TileGrid, context_pixels, plan_tiles, run_tiled
 from .base import Adapter
 
 Sink = Callable[[int, np.ndarray], None]  # (first output row, clamped float32 rows [h, W, C])
@@ -92,26 +94,35 @@ class UpscaleAdapter(Adapter):
         return self._scale
 
     def plan(self, height: int, width: int, *, scale: int, tile_size: int = 0) -> UpscalePlan:
-        """Tiles and batch for a height × width source; `tile_size` 0 chooses from the memory budget."""
+        """Tiles and batch for a height × width source. `tile_size` is the core each run keeps (the model's
+        context comes on top of it); 0 chooses the largest core whose runs fit the memory budget."""
         model_scale = self.model_scale
         if scale not in (model_scale, model_scale // 2) or scale < 1:
             raise InputError(f"{self.entry.label} upscales {model_scale}×; choose scale {model_scale}.")
-        overlap = 2 * self.margin + self.blend
         pixel_bytes = self._tile_bytes or DEFAULT_TILE_BYTES_X4 * model_scale * model_scale // 16
-        smallest = -(-(overlap + 64) // TILE_MULTIPLE) * TILE_MULTIPLE
-        limit = max(math.isqrt(self.budget // pixel_bytes) // TILE_MULTIPLE * TILE_MULTIPLE, smallest)
         if tile_size:
-            if tile_size <= overlap and tile_size < max(height, width):
-                raise InputError(f"'tile_size' must be 0 or more than {overlap} for {self.entry.label}.")
-            tile = tile_size
+            if tile_size <= self.blend and tile_size < max(height, width):
+                raise InputError(f"'tile_size' must be 0 or more than {self.blend} for {self.entry.label}.")
+            core = tile_size
         else:
-            tile = choose_tile(height, width, limit=limit, overlap=overlap)
-        grid = plan_tiles(height, width, tile=tile, margin=self.margin, blend=self.blend)
+            core = automatic_core(height, width, limit=self.run_limit(pixel_bytes), context=self.context)
+        grid = plan_tiles(height, width, core=core, margin=self.margin, blend=self.blend)
         batch = 1
         if self.batchable and self.device is Device.CUDA:
-            tile_bytes = min(tile, height) * min(tile, width) * pixel_bytes
+            run_height, run_width = grid.largest_run
+            tile_bytes = run_height * run_width * pixel_bytes
             batch = max(1, min(MAX_BATCH, self.budget // max(tile_bytes, 1), len(grid.columns)))
         return UpscalePlan(grid, batch, model_scale, scale)
+
+    @property
+    def context(self) -> int:
+        """Source pixels a run sees beyond its core on each inner side (tiling.py)."""
+        return context_pixels(self.margin, self.blend)
+
+    def run_limit(self, pixel_bytes: int) -> int:
+        """The largest run edge whose activations fit the memory budget (a multiple of 8, ≥ 64 + overlap)."""
+        smallest = -(-(2 * self.context + 64) // TILE_MULTIPLE) * TILE_MULTIPLE
+        return max(math.isqrt(self.budget // pixel_bytes) // TILE_MULTIPLE * TILE_MULTIPLE, smallest)
 
     def upscale(
         self,
@@ -173,16 +184,10 @@ class UpscaleAdapter(Adapter):
         return output.astype(np.float32, copy=False)
 
 
-def choose_tile(height: int, width: int, *, limit: int, overlap: int) -> int:
-    """The smallest square tile edge (≤ `limit`) that covers the image with as few tiles as `limit` allows."""
+def automatic_core(height: int, width: int, *, limit: int, context: int) -> int:
+    """The core for `tile_size` 0: the whole image when it fits one run of at most `limit` pixels, else the
+    largest core whose runs (core + context on both sides) stay within `limit`. Cores split each axis evenly,
+    so this also uses the fewest runs the budget allows."""
     if max(height, width) <= limit:
         return max(height, width)
-    needed = []
-    for length in (height, width):
-        if length <= limit:  # one tile across this axis: the tile must still span it
-            needed.append(length)
-            continue
-        count = math.ceil((length - overlap) / (limit - overlap))
-        needed.append(math.ceil((length + (count - 1) * overlap) / count))
-    tile = -(-max(needed) // TILE_MULTIPLE) * TILE_MULTIPLE
-    return min(tile, limit)
+    return limit - 2 * context
