@@ -197,8 +197,13 @@ def run_pure_case(model: str, shapes: list[list[int]], threads: int) -> None:
 # ---------------------------------------------------------------------------------------------- driver
 
 
-def upscale_shapes(width: int, height: int, tile: int, count: int, frames: int = 1) -> list[list[int]]:
-    return [[1, 3, min(tile, height), min(tile, width)]] * (count * frames)
+def upscale_shapes(width: int, height: int, core: int, frames: int = 1) -> list[list[int]]:
+    """The input shape of every run the job made: the upscaler's tiles (cores of `core` px with context)."""
+    from imageforge.server.models.upscale import DEFAULT_BLEND, DEFAULT_MARGIN
+    from imageforge.server.tiling import plan_tiles
+
+    grid = plan_tiles(height, width, core=core, margin=DEFAULT_MARGIN, blend=DEFAULT_BLEND)
+    return [[1, 3, row.size, column.size] for row in grid.rows for column in grid.columns] * frames
 
 
 def main() -> None:
@@ -258,20 +263,23 @@ def main() -> None:
         parameters = {"input": str(photo(size)), "model": "BENCH_X4V3", "max_input_size": 4096}
 
         def tiles(measured, s=size):
-            return x4v3, upscale_shapes(s, s, measured["tile"], measured["tiles"])
+            return x4v3, upscale_shapes(s, s, measured["tile"])
 
         job(f"upscale x4v3 {size}²", "upscale-image", "upscale-image", parameters,
             pure=tiles, whole=(x4v3, [1, 3, size, size]))  # fmt: skip
         job(f"upscale x4v3 {size}² scale 2", "upscale-image", "upscale-image", {**parameters, "scale": 2},
             pure=tiles)  # fmt: skip
+    tile_case = {"input": str(photo(1024)), "model": "BENCH_X4V3", "tile_size": 256}
+    job("upscale x4v3 1024² tile 256", "upscale-image", "upscale-image", tile_case,
+        pure=lambda m: (x4v3, upscale_shapes(1024, 1024, m["tile"])), whole=(x4v3, [1, 3, 1024, 1024]))  # fmt: skip
     job("upscale x4plus 512²", "upscale-image", "upscale-image",
         {"input": str(photo(512)), "model": "BENCH_X4PLUS"}, repeat=1,
-        pure=lambda m: (x4plus, upscale_shapes(512, 512, m["tile"], m["tiles"])),
+        pure=lambda m: (x4plus, upscale_shapes(512, 512, m["tile"])),
         whole=(x4plus, [1, 3, 512, 512]))  # fmt: skip
     low = clip(480, 270, frames)
     job(f"upscale x4v3 270p→1080p clip ({frames} frames)", "upscale-image", "upscale-image",
         {"input": str(low), "model": "BENCH_X4V3"}, repeat=1,
-        pure=lambda m: (x4v3, upscale_shapes(480, 270, m["tile"], m["tiles"], frames)))  # fmt: skip
+        pure=lambda m: (x4v3, upscale_shapes(480, 270, m["tile"], frames)))  # fmt: skip
     if not os.environ.get("BENCH_SKIP_HUGE"):
         job("upscale x4v3 4096² → 16384²", "upscale-image", "upscale-image",
             {"input": str(photo(4096)), "model": "BENCH_X4V3", "max_input_size": 4096}, repeat=1)  # fmt: skip
