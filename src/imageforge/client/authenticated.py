@@ -1,25 +1,84 @@
-"""BlendJob's HTTP client, presenting the server start's token on every request.
+"""BlendJob's HTTP client, made mutual: the server proves it holds the token before it is sent anything.
 
-BlendJob's JobClient builds its `Request` inside `request()`, with no hook for headers, but sends every request
-through its own urllib opener; the opener's default headers are where the token goes. urllib adds them as
-unredirected headers, so a redirect could never carry the token elsewhere. The Host header urllib sends
-(`127.0.0.1:<port>`) is the one the server's guard expects. The rest of the protocol is BlendJob's.
+Another local user can read a server's port from the process table and listen on it once the real server is
+gone (or, before the client bound the socket itself, before the real one listened). So every request here
+opens one connection, sends a fresh random challenge to the handshake path, checks the answer against the
+token (contract.server_credentials `proof`), and only then sends the token and the request, on that same
+connection, with reconnection disabled: nothing (no token, no job parameters) ever reaches a process that
+cannot prove it is this server start. The rest of the protocol is BlendJob's; the error shapes match
+BlendJob's JobClient (RuntimeError with the server's `detail`, or "Unable to reach Job Server: ...").
 """
 
 from __future__ import annotations
 
+import hmac
+import http.client
+import json
+import secrets
+from typing import Any
+
 from blendjob.client import JobClient
 
-from ..contract.server_credentials import ServerCredentials
+from ..contract.server_credentials import CHALLENGE_HEADER, HANDSHAKE_PATH, PROOF_HEADER, ServerCredentials
+
+CHALLENGE_BYTES = 24
+
+
+class ServerIdentityError(RuntimeError):
+    """The process answering on the server's port could not prove it is the server; nothing was sent to it."""
 
 
 class AuthenticatedJobClient(JobClient):
-    """A JobClient for one server start: its port and its token."""
+    """A JobClient for one server start: its port and its token, sent only to a process that proves it."""
 
     def __init__(self, credentials: ServerCredentials, *, host: str = "127.0.0.1", timeout: float = 2.0) -> None:
         super().__init__(host, credentials.port, timeout=timeout)
         self.credentials = credentials
-        self.opener.addheaders = [
-            *[(name, value) for name, value in self.opener.addheaders if name.lower() != "authorization"],
-            ("Authorization", credentials.authorization),
-        ]
+        self.host = host
+        self.extra_headers: dict[str, str] = {}  # e.g. the attached client's id (client/attachment.py)
+
+    def request(self, method: str, path: str, payload: Any = None, timeout: float | None = None) -> Any:
+        body = None if payload is None else json.dumps(payload).encode("utf-8")
+        connection = http.client.HTTPConnection(
+            self.host, self.credentials.port, timeout=self.timeout if timeout is None else timeout
+        )
+        try:
+            self._prove_server(connection)
+            connection.auto_open = 0  # the request goes over the proven connection, never over a new one
+            headers = {
+                "Host": self.credentials.host_header,
+                "Authorization": self.credentials.authorization,
+                **self.extra_headers,
+            }
+            if body is not None:
+                headers["Content-Type"] = "application/json"
+            connection.request(method, path, body=body, headers=headers)
+            response = connection.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException) as error:
+            raise RuntimeError(f"Unable to reach Job Server: {error or type(error).__name__}") from error
+        finally:
+            connection.close()
+        if response.status >= 400:
+            try:
+                detail = json.loads(data.decode("utf-8")).get("detail")
+            except (ValueError, UnicodeDecodeError, AttributeError):
+                detail = None
+            raise RuntimeError(detail or f"Job Server returned HTTP {response.status}")
+        return json.loads(data.decode("utf-8"))
+
+    def _prove_server(self, connection: http.client.HTTPConnection) -> None:
+        challenge = secrets.token_urlsafe(CHALLENGE_BYTES)
+        connection.request(
+            "GET", HANDSHAKE_PATH, headers={"Host": self.credentials.host_header, CHALLENGE_HEADER: challenge}
+        )
+        response = connection.getresponse()
+        response.read()
+        proof = response.getheader(PROOF_HEADER) or ""
+        expected = self.credentials.proof(challenge)
+        if response.status != 200 or response.will_close or not hmac.compare_digest(proof, expected):
+            raise ServerIdentityError(
+                f"The program listening on {self.credentials.host_header} could not prove it is ImageForge's job "
+                "server, so nothing was sent to it; another program (perhaps another user's) holds that port. "
+                "Start the job server again."
+            )

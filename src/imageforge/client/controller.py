@@ -15,17 +15,23 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
+import socket
+import subprocess
 import threading
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import blendjob
 from blendjob import JobRuntime
-from blendjob.controller import RegisteredServerProcess, ServerConnection, ServerController
+from blendjob.controller import SERVER_DIRECTORY_LOCKS, RegisteredServerProcess, ServerConnection, ServerController
+from blendjob.environment import environment_python
 from blendjob.runtime import windows_creation_flags
 from blendjob.server import TERMINAL_STATES
-from blendjob.storage import read_json
+from blendjob.storage import read_json, write_json
 
 from ..contract.server_credentials import CredentialsError, ServerCredentials, read_credentials, write_credentials
 from . import retirement
@@ -34,7 +40,12 @@ from .authenticated import AuthenticatedJobClient
 REQUEST_SECONDS = 0.5  # each of the cancel and shutdown requests a stop makes on the caller's thread
 MAIN_THREAD_WAIT = 0.3  # how long a stop on the main thread waits for the exit before leaving it to a reaper
 
-CommandFactory = Callable[[int, str], list[str]]
+JOB_ID = re.compile(r"[0-9a-f]{32}")  # BlendJob's job ids (uuid4().hex)
+PASS_SOCKET = os.name != "nt"  # POSIX children inherit the listening socket; Windows binds the port itself
+LAUNCHER = Path(__file__).resolve().parents[1] / "server" / "launcher.py"
+BLENDJOB_ROOT = Path(blendjob.__file__).resolve().parents[1]
+
+CommandFactory = Callable[[int, str, "int | None"], list[str]]
 
 
 class ImageForgeServerController(ServerController):
@@ -62,15 +73,65 @@ class ImageForgeServerController(ServerController):
                 self.snapshot = {"state": "STARTING", "message": "Waiting for the previous server to stop"}
                 return None
         self.crash_message = None
-        connection = super().start()
-        issued = self.issued
-        fresh = issued is not None and connection.instance_id == issued.instance_id
-        if fresh and not isinstance(connection.client, AuthenticatedJobClient):
-            connection.client = AuthenticatedJobClient(issued, host=self.host)  # BlendJob built a plain JobClient
-        return connection
+        if self.blocked is not None and self.blocked():
+            self.auto_start = False
+            raise RuntimeError("Server Location is being changed")
+        if self.process is None:
+            self._recover_connection()
+        if self.directory_lock is not None:
+            self.directory_lock.acquire(self.cwd_factory())
+        if self.process is not None and self.process.poll() is None:
+            return self.connection
+        self._close_process()
+        return self._launch()
 
-    def _command_with_credentials(self, port: int, instance_id: str) -> list[str]:
-        command = self.base_command_factory(port, instance_id)
+    def _launch(self) -> ServerConnection:
+        """BlendJob's start, except that the listening socket is the client's (POSIX): no port is ever free."""
+        root = self.root()
+        listener = listening_socket(self.host) if PASS_SOCKET else None
+        try:
+            port = listener.getsockname()[1] if listener is not None else self._available_port()
+            instance_id = uuid.uuid4().hex
+            log_path = self.log_path_factory()
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            self.log_file = log_path.open("a", encoding="utf-8")
+            try:
+                command = self.command_factory(port, instance_id, listener.fileno() if listener else None)
+                self.process = subprocess.Popen(
+                    command,
+                    stdout=self.log_file,
+                    stderr=subprocess.STDOUT,
+                    cwd=root,
+                    creationflags=self.creationflags,
+                    pass_fds=(listener.fileno(),) if listener is not None else (),
+                )
+            except (OSError, RuntimeError):
+                self.log_file.close()
+                self.log_file = None
+                if self.directory_lock is not None:
+                    self.directory_lock.release()
+                raise
+        finally:
+            if listener is not None:
+                listener.close()  # the server holds its own copy now
+        write_json(
+            root / retirement.PROCESS_RECORD,
+            {
+                "root": str(root),
+                "pid": self.process.pid,
+                "parent_pid": os.getpid(),
+                "port": port,
+                "instance_id": instance_id,
+            },
+        )
+        if self.directory_lock is not None:
+            SERVER_DIRECTORY_LOCKS[instance_id] = self.directory_lock
+        self.connection = ServerConnection(port, self.process.pid, instance_id, AuthenticatedJobClient(self.issued))
+        self.snapshot = {"state": "STARTING", "message": "Starting", "port": port}
+        return self.connection
+
+    def _command_with_credentials(self, port: int, instance_id: str, listen_fd: int | None = None) -> list[str]:
+        command = self.base_command_factory(port, instance_id, listen_fd)
         credentials = ServerCredentials.issue(port, instance_id)
         try:
             write_credentials(self.root(), credentials)
@@ -188,13 +249,24 @@ class ImageForgeServerController(ServerController):
 
     def submit(self, job_type: str, parameters: dict) -> dict:
         submitted = super().submit(job_type, parameters)
-        self.job_servers[submitted["job_id"]] = self.connection.instance_id
-        return submitted
+        job_id = submitted.get("job_id")
+        if not isinstance(job_id, str) or not JOB_ID.fullmatch(job_id):
+            raise RuntimeError("The job server answered with an invalid job id; nothing was read from it.")
+        self.job_servers[job_id] = self.connection.instance_id
+        return {**submitted, "directory": str(self.job_directory(job_id))}
 
     def status(self, job_id: str) -> dict:
-        """A job's status from the server that runs it; never starts a new server that cannot know the job."""
+        """A job's status from the server that runs it; never starts a new server that cannot know the job.
+
+        The job's folder is always the client's own `<storage>/jobs/<id>`, whatever the answer says.
+        """
         self._require_running(job_id)
-        return super().status(job_id)
+        return {**super().status(job_id), "job_id": job_id, "directory": str(self.job_directory(job_id))}
+
+    def job_directory(self, job_id: str) -> Path:
+        if not JOB_ID.fullmatch(job_id):
+            raise RuntimeError(f"Not a job id: {job_id!r}.")
+        return self.root() / "jobs" / job_id
 
     def cancel(self, job_id: str) -> dict:
         self._require_running(job_id)
@@ -211,6 +283,19 @@ class ImageForgeServerController(ServerController):
         started_on = self.job_servers.get(job_id)
         if started_on is not None and started_on != self.connection.instance_id:
             raise RuntimeError("The job server was restarted before the job finished.")
+
+
+def listening_socket(host: str) -> socket.socket:
+    """A loopback socket bound to a free port and listening, inheritable by the server process."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.bind((host, 0))
+        listener.listen(128)
+        listener.set_inheritable(True)
+    except OSError:
+        listener.close()
+        raise
+    return listener
 
 
 def crash_message(process: Any, log_path: Path) -> str:
@@ -235,7 +320,7 @@ class ImageForgeRuntime(JobRuntime):
         super().__init__(*args, **kwargs)
         # Configured exactly as JobRuntime.__init__ configures its ServerController.
         self.server = ImageForgeServerController(
-            self._server_command,
+            lambda port, instance_id, listen_fd=None: self._server_command(port, instance_id, listen_fd=listen_fd),
             cwd_factory=self.storage_root,
             log_path_factory=lambda: self.storage_root() / "server.log",
             creationflags=windows_creation_flags(),
@@ -246,8 +331,31 @@ class ImageForgeRuntime(JobRuntime):
     def server_controller(self, root: Path) -> ImageForgeServerController:
         """The controller BlendJob's setup and migration use for a folder they already hold locked."""
         return ImageForgeServerController(
-            lambda port, instance_id: self._server_command(port, instance_id, root=root),
+            lambda port, instance_id, listen_fd=None: self._server_command(
+                port, instance_id, root=root, listen_fd=listen_fd
+            ),
             cwd_factory=lambda: root,
             log_path_factory=lambda: root / "server.log",
             creationflags=windows_creation_flags(),
         )
+
+    def _server_command(
+        self, port: int, instance_id: str, *, root: Path | None = None, listen_fd: int | None = None
+    ) -> list[str]:
+        """ImageForge's launcher (server/launcher.py) instead of BlendJob's runner: it serves the passed socket."""
+        root = self.storage_root() if root is None else Path(root)
+        listen = ["--listen-fd", str(listen_fd)] if listen_fd is not None else ["--port", str(port)]
+        return [
+            str(environment_python(root)),
+            "-u",
+            str(LAUNCHER),
+            "--blendjob-root",
+            str(BLENDJOB_ROOT),
+            "--storage-root",
+            str(root),
+            "--instance-id",
+            instance_id,
+            *listen,
+            "--parent-pid",
+            str(os.getpid()),
+        ]

@@ -1,14 +1,20 @@
-"""The per-start secret that the client hands the job server, and the file that carries it.
+"""The per-start secret that the client hands the job server, the file that carries it, and the handshake.
 
 Both processes import this module: the client (inside Blender or the CLI) writes the file just before it starts
 the server, and the server reads it once at start-up. The file lives in the storage root, is created 0600
 (never wider, not even for an instant), and stays for the server's lifetime so that a reloaded add-on in the
 same Blender can reconnect. A process of the same user can read it; that user could read Blender's memory as
 well, so the boundary it draws is against other users and against web pages (openspec/0008).
+
+The token never goes to a process that has not first proven it holds it: on each connection the client sends
+a fresh random challenge to `HANDSHAKE_PATH`, the server answers with `proof(challenge)` (an HMAC keyed by the
+token), and only then does the client send the token and its request, on that same connection (openspec/0014).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -21,6 +27,10 @@ from .errors import ImageForgeError
 CREDENTIALS_FILE = "server-credentials.json"
 TOKEN_BYTES = 32  # 256 bits
 HOST = "127.0.0.1"
+HANDSHAKE_PATH = "/imageforge/handshake"
+CHALLENGE_HEADER = "X-ImageForge-Challenge"
+PROOF_HEADER = "X-ImageForge-Proof"
+CHALLENGE_LENGTHS = range(22, 129)  # a client challenge: at least 128 bits of URL-safe base64, bounded
 
 
 class CredentialsError(ImageForgeError):
@@ -43,6 +53,11 @@ class ServerCredentials:
     def authorization(self) -> str:
         """The `Authorization` header value the server expects."""
         return f"Bearer {self.token}"
+
+    def proof(self, challenge: str) -> str:
+        """What only the holder of the token can answer to `challenge`, bound to this start's port and id."""
+        message = f"imageforge-server-proof|{self.instance_id}|{self.port}|{challenge}".encode()
+        return hmac.new(self.token.encode(), message, hashlib.sha256).hexdigest()
 
     @property
     def host_header(self) -> str:

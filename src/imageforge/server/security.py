@@ -6,6 +6,10 @@ and leaves the BlendJob protocol otherwise unchanged:
 
 - `Host` must be exactly `127.0.0.1:<port>` and no `Origin` may be present, else 403. A DNS-rebinding page
   sends its own host name; a cross-origin browser request always carries `Origin`; our clients send neither.
+- `GET /imageforge/handshake` with a client challenge is answered before the token check: the server proves it
+  holds the token (an HMAC of the challenge, in a header) so that the client sends its token and request only to
+  the real server, on the same connection (openspec/0014). It reveals nothing a squatter could reuse: each
+  challenge is fresh, and the answer is useless for any other one.
 - `Authorization: Bearer <token>` must match the per-start token, compared in constant time, else 401 with an
   empty body (no hint about what was wrong).
 
@@ -20,7 +24,15 @@ from typing import Any
 
 from blendjob import JobServer
 
-from ..contract.server_credentials import CredentialsError, ServerCredentials, read_credentials
+from ..contract.server_credentials import (
+    CHALLENGE_HEADER,
+    CHALLENGE_LENGTHS,
+    HANDSHAKE_PATH,
+    PROOF_HEADER,
+    CredentialsError,
+    ServerCredentials,
+    read_credentials,
+)
 
 Scope = dict[str, Any]
 
@@ -42,6 +54,7 @@ class LoopbackGuard:
 
     def __init__(self, app: Any, *, credentials: ServerCredentials) -> None:
         self.app = app
+        self.credentials = credentials
         self.host = credentials.host_header.encode("latin-1")
         self.authorization = credentials.authorization.encode("latin-1")
 
@@ -50,6 +63,11 @@ class LoopbackGuard:
             await self.app(scope, receive, send)
             return
         status = self.refusal(scope["headers"])
+        if status == 401 and scope["type"] == "http" and scope["path"] == HANDSHAKE_PATH:
+            status, headers = self.handshake(scope)
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
         if status is None:
             await self.app(scope, receive, send)
         elif scope["type"] == "websocket":
@@ -60,6 +78,18 @@ class LoopbackGuard:
                 headers.append((b"www-authenticate", b"Bearer"))
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": b""})
+
+    def handshake(self, scope: Scope) -> tuple[int, list[tuple[bytes, bytes]]]:
+        """Answer a client's challenge with the proof; the connection stays open for the client's request."""
+        challenges = [value for name, value in scope["headers"] if name == CHALLENGE_HEADER.lower().encode()]
+        headers = [(b"content-length", b"0")]
+        if scope["method"] != "GET" or len(challenges) != 1 or len(challenges[0]) not in CHALLENGE_LENGTHS:
+            return 400, headers
+        try:
+            challenge = challenges[0].decode("ascii")
+        except UnicodeDecodeError:
+            return 400, headers
+        return 200, [*headers, (PROOF_HEADER.lower().encode(), self.credentials.proof(challenge).encode())]
 
     def refusal(self, headers: list[tuple[bytes, bytes]]) -> int | None:
         """The status to refuse with, or None to let the request through. Header names arrive lower-cased."""
