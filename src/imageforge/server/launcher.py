@@ -13,6 +13,7 @@ Like BlendJob's runner, it imports `blendjob` from the client's side (`--blendjo
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import sys
 import threading
@@ -50,6 +51,9 @@ def main(argv: list[str] | None = None) -> None:
     if str(SOURCE_ROOT) not in sys.path:
         sys.path.insert(0, str(SOURCE_ROOT))
 
+    from imageforge.contract.private_storage import PRIVATE_UMASK
+
+    os.umask(PRIVATE_UMASK)  # before the server creates any folder or file (job folders 0700, files 0600)
     import uvicorn
     from blendjob.server import watch_parent
 
