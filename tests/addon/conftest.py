@@ -1,15 +1,20 @@
-"""Add-on suites run under real Blender (`bpy` from PyPI, Python 3.11) in their own process.
+"""Add-on suites run under real Blender (`bpy` from PyPI, Python 3.11 or 3.13) in their own process, once per
+Blender release of the test matrix (tests/run).
 
 Blender writes user files under $BLENDER_USER_RESOURCES and BlendJob its locks under $XDG_STATE_HOME:
 both point into a temporary folder. bpy 4.5 can hang at interpreter exit if anything Blender-side is
-still registered, so the process leaves with os._exit once pytest has its exit status.
+still registered, so the process leaves with os._exit once pytest has its exit status. A deprecation warning
+fails the test that caused it: an API that a tested Blender release deprecates (5.0's `Material.use_nodes`,
+wide lines without the polyline shader) fails the suite under that release, not a user's console later.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 _SANDBOX = Path(tempfile.mkdtemp(prefix="imageforge-blender-"))
@@ -58,6 +63,40 @@ def job_server(addon, tmp_path):
 
 def _raise(error: BaseException) -> None:
     raise error
+
+
+@contextlib.contextmanager
+def _no_deprecated_api():
+    """Fail when code under test uses an API this Blender deprecates. Recorded, not raised: Blender's RNA
+    emits its deprecation warnings from C without checking for an error, so an "error" filter would leave
+    an exception pending and fail some later, unrelated call instead."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    deprecated = [
+        f"{warning.filename}:{warning.lineno}: {warning.category.__name__}: {warning.message}"
+        for warning in caught
+        if issubclass(warning.category, DeprecationWarning | PendingDeprecationWarning)
+    ]
+    assert not deprecated, f"deprecated API used under Blender {bpy.app.version_string}:\n" + "\n".join(deprecated)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    with _no_deprecated_api():
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    with _no_deprecated_api():
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    with _no_deprecated_api():
+        return (yield)
 
 
 def pytest_sessionfinish(session, exitstatus):

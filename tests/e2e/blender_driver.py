@@ -1,4 +1,4 @@
-"""Runs inside real Blender (`bpy`, Python 3.11): the user's whole path through the built ImageForge extension.
+"""Runs inside real Blender (`bpy`, Python 3.11 or 3.13): the user's whole path through the built ImageForge extension.
 
 Started by test_extension_end_to_end.py as `python blender_driver.py <spec.json>`. It installs the zip with
 `package_install_files`, points the Storage Root preference at a root whose server environment is ready,
@@ -13,6 +13,9 @@ until it finishes (real submit, status polling, response() and cleanup()), and i
 callback where BlendJob's poll timer would run. bpy 4.5 can deadlock at interpreter exit, so after disabling
 the add-on (which stops the server) the driver leaves with os._exit.
 
+Deprecation warnings raised while it runs go into the report, so that an API a Blender release deprecates
+fails the test under that release.
+
 Spec keys: zip, storage_root, output, images {name: path}, selections {tool: selection}.
 """
 
@@ -26,6 +29,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -286,14 +290,24 @@ class Driver:
         }
 
     def run(self) -> None:
-        self.install()
-        try:
-            self.start_server()
-            self.build_scene()
-            self.run_jobs()
-            self.undo()
-        finally:
-            self.shut_down()
+        # Recorded, never raised: Blender's RNA warns from C and would leave an "error" filter's exception pending.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                self.install()
+                try:
+                    self.start_server()
+                    self.build_scene()
+                    self.run_jobs()
+                    self.undo()
+                finally:
+                    self.shut_down()
+            finally:
+                self.report["deprecations"] = [
+                    {"file": warning.filename, "line": warning.lineno, "message": str(warning.message)}
+                    for warning in caught
+                    if issubclass(warning.category, DeprecationWarning | PendingDeprecationWarning)
+                ]
 
 
 def main(spec_path: str) -> None:

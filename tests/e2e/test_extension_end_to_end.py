@@ -1,17 +1,18 @@
 """The built extension end to end, under real Blender: install the zip, start its server, run every job operator.
 
-One run per Blender version (the 4.5 LTS and 5.0, each in its own bpy environment): the zip that
-`cli/build.py` builds is installed with `package_install_files`, its Storage Root preference points at a root
-with a ready server environment (tests/kit/server_env.py), and blender_driver.py drives Download Model, Remove
-Background, Upscale Image, Refine Selection, Convert to Depth Plane and Cutout against kit models that the
-server downloads from the loopback hub. Each test here checks one tool's result in the scene against the kit
-model's known function (tests/kit/onnx_models.py): pixels, vertices seen through the camera, the camera,
-materials, undo.
+One run per Blender release in the test matrix (pyproject.toml's `blender-*` groups: 4.5 LTS, 5.2 LTS and
+5.3, each in its own bpy environment): the zip that `cli/build.py` builds is installed with
+`package_install_files`, its Storage Root preference points at a root with a ready server environment
+(tests/kit/server_env.py), and blender_driver.py drives Download Model, Remove Background, Upscale Image,
+Refine Selection, Convert to Depth Plane and Cutout against kit models that the server downloads from the
+loopback hub. Each test here checks one tool's result in the scene against the kit model's known function
+(tests/kit/onnx_models.py): pixels, vertices seen through the camera, the camera, materials, undo, and that
+nothing on the way used an API that Blender release deprecates.
 
 Not driven: generate-multiview-cameras (Camera Path from Video; tests/addon/test_camera_path.py lands a
 documented cameras.json) and the debug jobs (CLI only).
-The driver runs in Blender's Python 3.11; this module stays in the 3.12 suite, which has `onnx` to build the
-kit models and NumPy 2 for the references.
+The driver runs in Blender's Python (3.11 or 3.13); this module stays in the 3.12 suite, which has `onnx` to
+build the kit models and NumPy 2 for the references.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 import pytest
 from PIL import Image as PILImage
 
+from imageforge.cli.blender_environments import blender_environments
 from tests.kit.catalog import KitCatalog, publish_kit_catalog
 from tests.kit.extension import build_extension
 from tests.kit.hub import LoopbackHub
@@ -35,9 +37,8 @@ from tests.kit.server_env import install_server_environment
 
 pytestmark = pytest.mark.slow
 
-PROJECT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("blender_driver.py")
-BLENDERS = {"4.5": ".venv-blender", "5.0": ".venv-blender5"}  # tests/run syncs both before the suites
+BLENDERS = {environment.name: environment for environment in blender_environments()}  # tests/sync syncs them
 SQUARE = (64, 64)  # the image tools' input: one BEN2 input and one upscale tile, so references are exact
 PHOTO = (64, 48)  # the geometry tools' input, landscape
 REFINE_BOX = [8, 8, 40, 40]
@@ -80,9 +81,9 @@ def extension_zip(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module", params=list(BLENDERS), ids=lambda version: f"blender-{version}")
 def run(request, tmp_path_factory, extension_zip, inputs) -> Run:
-    python = PROJECT / BLENDERS[request.param] / "bin" / "python"
+    python = BLENDERS[request.param].interpreter
     if not python.is_file():
-        pytest.skip(f"{python.parent.parent.name} is missing: tests/run syncs it")
+        pytest.skip(f"{BLENDERS[request.param].path.name} is missing: tests/sync syncs it")
     root = tmp_path_factory.mktemp(f"blender {request.param}")
     storage = install_server_environment(root / "storage with spaces ü")
     output = root / "output"
@@ -280,6 +281,10 @@ def test_cutout_is_displaced_by_depth_where_it_was_cut_from_the_photo(run, input
     assert normal["size"] == [width, height]
     normal_pixels = run.array(normal["pixels"])[..., :3]
     np.testing.assert_allclose(normal_pixels, np.broadcast_to(expected_normal(), normal_pixels.shape), atol=2 / 255)
+
+
+def test_the_extension_uses_no_api_this_blender_deprecates(run):
+    assert run.report["deprecations"] == [], f"under Blender {run.report['blender']}"
 
 
 # -- history and shutdown -----------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import tempfile
 import tomllib
 from pathlib import Path
 
+from .blender_environments import blender_environments
 from .vendor import PLATFORMS, PROJECT_ROOT, blendjob_wheel, pinned_version, uv_executable
 
 EXCLUDED = shutil.ignore_patterns("__pycache__", "*.pyc")
@@ -35,7 +36,8 @@ class BuildError(RuntimeError):
 
 
 def find_blender_ext(explicit: Path | None = None, project_root: Path = PROJECT_ROOT) -> Path:
-    """Blender's extension CLI: given, from $IMAGEFORGE_BLENDER_EXT, this interpreter's bpy, or .venv-blender."""
+    """Blender's extension CLI: given, from $IMAGEFORGE_BLENDER_EXT, this interpreter's bpy, or the newest
+    Blender test environment's (.venv-blender-X-Y, blender_environments.py) that is synced."""
     candidates: list[Path] = []
     if explicit:
         candidates.append(Path(explicit))
@@ -45,15 +47,15 @@ def find_blender_ext(explicit: Path | None = None, project_root: Path = PROJECT_
     if spec is not None and spec.origin:
         inside_bpy = Path(spec.origin).parent / "*" / Path(*EXT_SCRIPT)
         candidates += [Path(path) for path in sorted(glob.glob(str(inside_bpy)))]
-    pattern = project_root / ".venv-blender" / "lib" / "python3.*" / "site-packages" / "bpy" / "*" / Path(*EXT_SCRIPT)
-    candidates += [Path(path) for path in sorted(glob.glob(str(pattern)))]
+    for environment in reversed(blender_environments(project_root)):
+        pattern = environment.path / "lib" / "python3.*" / "site-packages" / "bpy" / "*" / Path(*EXT_SCRIPT)
+        candidates += [Path(path) for path in sorted(glob.glob(str(pattern)))]
     for candidate in candidates:
         if candidate.is_file():
             return candidate
     raise BuildError(
-        "Blender's extension CLI (blender_ext.py from the bpy wheel) was not found: run "
-        "`UV_PROJECT_ENVIRONMENT=.venv-blender uv sync --python 3.11 --no-default-groups --group blender`, "
-        f"or pass --blender-ext / set {EXT_VARIABLE}"
+        "Blender's extension CLI (blender_ext.py from the bpy wheel) was not found: run `bash tests/sync` "
+        f"(it syncs the .venv-blender-* environments), or pass --blender-ext / set {EXT_VARIABLE}"
     )
 
 

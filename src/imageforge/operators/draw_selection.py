@@ -30,6 +30,8 @@ from ..scene.selection import (
 from .availability import tool_reason
 
 Picker = Callable[[float, float], Point | None]  # region pixel → image pixel, None when off the image
+OUTLINE_COLOUR = (1.0, 0.55, 0.1, 1.0)  # the selection being drawn: orange, as Blender's own active outlines
+OUTLINE_WIDTH = 2.0  # px
 
 
 def image_editor_picker(region: bpy.types.Region, image: bpy.types.Image) -> Picker:
@@ -196,18 +198,35 @@ class IMAGEFORGE_OT_draw_selection(bpy.types.Operator):
         return {"FINISHED"}
 
     def draw_overlay(self) -> None:
-        points = self._screen_points
-        if len(points) < 2:
-            return
-        if self.shape == "BOX":
-            (x0, y0), (x1, y1) = points[0], points[-1]
-            points = [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
-        shader = gpu.shader.from_builtin("UNIFORM_COLOR")
-        batch = batch_for_shader(shader, "LINE_LOOP", {"pos": points})
-        gpu.state.line_width_set(2.0)
-        shader.uniform_float("color", (1.0, 0.55, 0.1, 1.0))
-        batch.draw(shader)
-        gpu.state.line_width_set(1.0)
+        outline = outline_points(self._screen_points, self.shape)
+        if outline:
+            draw_outline(outline)
+
+
+def outline_points(points: list[tuple[float, float]], shape: str) -> list[tuple[float, float]]:
+    """The selection's closed outline in region pixels (first point repeated); empty below two points."""
+    if len(points) < 2:
+        return []
+    if shape == "BOX":
+        (x0, y0), (x1, y1) = points[0], points[-1]
+        points = [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
+    return [*points, points[0]]
+
+
+def draw_outline(outline: list[tuple[float, float]]) -> None:
+    """Draw `outline` in the current region's pixel space, OUTLINE_WIDTH px wide.
+
+    The polyline shader draws wide lines on every backend Blender 4.5-5.3 has (OpenGL, Metal, Vulkan); a
+    UNIFORM_COLOR batch with `gpu.state.line_width_set` is 1 px on Metal and Vulkan and deprecated since 5.0.
+    """
+    shader = gpu.shader.from_builtin("POLYLINE_UNIFORM_COLOR")
+    batch = batch_for_shader(shader, "LINE_STRIP", {"pos": outline})
+    shader.uniform_float("viewportSize", gpu.state.viewport_get()[2:])
+    shader.uniform_float("lineWidth", OUTLINE_WIDTH)
+    shader.uniform_float("color", OUTLINE_COLOUR)
+    gpu.state.blend_set("ALPHA")  # the polyline shader smooths its edges with alpha
+    batch.draw(shader)
+    gpu.state.blend_set("NONE")
 
 
 CLASSES = (IMAGEFORGE_OT_draw_selection,)

@@ -30,7 +30,8 @@ def normal_image(path: Path, name: str, *, camera_space: bool) -> bpy.types.Imag
 
 
 def new_node_material(name: str) -> bpy.types.Material:
-    """A material with a node tree on every supported Blender (5.0 deprecates `use_nodes`: always on there)."""
+    """A material with a node tree on every supported Blender: 4.5 needs `use_nodes`, which 5.0 deprecates
+    (always on there; setting it warns). The add-on's one Blender version check."""
     material = bpy.data.materials.new(name)
     if bpy.app.version < (5, 0, 0):
         material.use_nodes = True
@@ -67,8 +68,5 @@ def photo_material(
         tree.links.new(texture.outputs["Color"], normal_map.inputs["Color"])
         tree.links.new(normal_map.outputs["Normal"], bsdf.inputs["Normal"])
     tree.nodes.active = colour
-    if hasattr(material, "surface_render_method"):  # EEVEE Next (4.2+)
-        material.surface_render_method = "DITHERED"
-    else:
-        material.blend_method = "HASHED"
+    material.surface_render_method = "DITHERED"  # EEVEE's alpha from the image (every supported Blender: 4.2+)
     return material

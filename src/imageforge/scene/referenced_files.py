@@ -12,7 +12,7 @@ library a datablock comes from) and resolved, as client/retention.py compares th
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import bpy
@@ -49,13 +49,12 @@ def _datablock_path(block: bpy.types.ID) -> Path | None:
 
 
 def _strip_paths(scene: bpy.types.Scene) -> Iterator[Path]:
-    """Image and movie strips of the sequencer (`strips_all` since Blender 4.4; `sequences_all` is gone in 5)."""
+    """Image and movie strips of the sequencer (`strips_all`: 4.4 and later; 5.0 removed `sequences_all`)."""
     editor = scene.sequence_editor
     if editor is None:
         return
-    strips: Iterable = editor.strips_all if hasattr(editor, "strips_all") else editor.sequences_all
     library = scene.library
-    for strip in strips:
+    for strip in editor.strips_all:
         if strip.type == "MOVIE" and strip.filepath:
             yield _absolute(strip.filepath, library)
         elif strip.type == "IMAGE" and strip.directory:
