@@ -1,9 +1,12 @@
 """How a download can fail, sorted by what the caller should do next.
 
 The kind decides the recovery, so it is carried by the type rather than parsed from a message:
-- `SourceUnreachable`: the network path to this source is broken (no connection, a timeout, a reset, a 5xx).
-  The `.part` is kept; the caller resumes from the same source when bytes were flowing, otherwise it moves
-  to the mirror and stays there.
+- `SourceUnreachable`: the network path to this source is broken (no connection, a timeout, a 5xx). The
+  `.part` is kept; the caller moves to the mirror and stays there.
+- `TransferBroken` (a `SourceUnreachable`): the source answered, then the transfer broke or ended early, even
+  inside the first chunk. The source is reachable: the caller resumes the `.part` from it with a Range
+  request, a bounded number of times with backoff (install.py), before treating it as unreachable. A source
+  that went silent for the whole idle timeout without sending anything is not retried (the wait was paid).
 - `SourceRefused`: the source answered but will not serve this file (404, 403). Try the next source for
   this file only; the hub stays the first choice for the others.
 - `FileRejected`: the bytes arrived but are wrong (size or SHA-256). The file is deleted; never retried
@@ -26,9 +29,19 @@ class DownloadCancelled(Exception):
 class SourceUnreachable(ModelUnavailableError):
     """The source could not be contacted, or stopped answering mid-transfer."""
 
-    def __init__(self, message: str, *, progressed: bool = False):
+
+class TransferBroken(SourceUnreachable):
+    """The source answered, then the transfer broke: resuming from the same source is worthwhile."""
+
+    def __init__(self, message: str, *, progressed: bool = False, stalled: bool = False):
         super().__init__(message)
-        self.progressed = progressed  # bytes arrived before the failure: resuming the same source is worthwhile
+        self.progressed = progressed  # the `.part` grew before the break
+        self.stalled = stalled  # it went silent for the whole idle timeout (rather than closing or resetting)
+
+    @property
+    def worth_retrying(self) -> bool:
+        """A drop is retried; a source silent for the whole idle timeout is only when bytes were flowing."""
+        return self.progressed or not self.stalled
 
 
 class SourceRefused(ModelUnavailableError):
@@ -51,10 +64,24 @@ def server_failed(host: str, name: str, status: int) -> SourceUnreachable:
     return SourceUnreachable(f"{host} failed to serve {name} (HTTP {status}).")
 
 
-def broke_off(host: str, name: str, received: int, error: BaseException, *, progressed: bool) -> SourceUnreachable:
-    return SourceUnreachable(
-        f"{name}: the connection to {host} broke after {received} bytes ({short_reason(error)}); it will resume.",
+def broke_off(host: str, name: str, received: int, error: BaseException, *, progressed: bool) -> TransferBroken:
+    reason = short_reason(error)
+    return TransferBroken(
+        f"{name}: the connection to {host} broke after {received} bytes ({reason})",
         progressed=progressed,
+        stalled=reason == "timed out",
+    )
+
+
+def ended_early(host: str, name: str, received: int, *, progressed: bool) -> TransferBroken:
+    return TransferBroken(f"{name}: {host} ended the transfer after {received} bytes", progressed=progressed)
+
+
+def gave_up(error: TransferBroken, tries: int) -> TransferBroken:
+    """The last break of `tries` in a row without progress: the job fails, the `.part` stays for the next one."""
+    return TransferBroken(
+        f"{str(error).rstrip('.')}, {tries} times in a row; the part downloaded so far is kept and the next "
+        "download resumes it."
     )
 
 

@@ -28,10 +28,10 @@ from ...contract import ModelUnavailableError
 from .failures import (
     DownloadCancelled,
     FileRejected,
-    SourceUnreachable,
     broke_off,
     cannot_reach,
     disk_full,
+    ended_early,
     is_disk_full,
     refused,
     server_failed,
@@ -115,7 +115,7 @@ def fetch_file(
             )
         received = _stream(response, partial, offset, digest, expected, name, host, on_progress, cancelled, writer)
     if (expected.size is not None and received < expected.size) or (total is not None and received != total):
-        raise SourceUnreachable(f"{name}: {host} ended the transfer early; it will resume.", progressed=True)
+        raise ended_early(host, name, received, progressed=received > offset)
     return _finish(
         partial, destination, digest, received, expected, resumed_from=offset, requested=(total or received) - offset
     )

@@ -2,7 +2,10 @@
 
 Per file, sources are tried in `DownloadSources.order()`: the hub, then the mirror. What happens on failure
 depends on its kind (failures.py):
-- a transfer that broke after bytes arrived is resumed from the same source (`RESUME_ATTEMPTS` times);
+- a transfer that broke (the source answered, then the connection dropped or ended early, even inside the
+  first chunk) is resumed from the same source with a Range request: up to `RetryPolicy.retries` times in a
+  row with exponential backoff (0.5, 1, 2, 4, 8 s), the count starting again whenever the `.part` grew
+  (a source silent for the whole idle timeout without sending anything counts as unreachable instead);
 - a hub that cannot be reached switches this server to the mirror for good (when one is configured);
 - a source that refuses one file (404) sends only that file to the next source;
 - wrong bytes, a full disk and cancellation end the job at once.
@@ -13,18 +16,35 @@ declared size and hash go through huggingface_hub (hub_library.py).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ...contract.catalog import ModelEntry
-from .failures import SourceRefused, SourceUnreachable
+from .failures import DownloadCancelled, SourceRefused, SourceUnreachable, TransferBroken, gave_up
 from .fetch import Expected, FetchOutcome, PartOpener, fetch_file, open_part
 from .meter import Report, TransferMeter
 from .sources import MIRROR_VARIABLE, DownloadSources, Source
 from .store import FileState, FileStatus, forget, model_status, remember_hash, staging_root
 
-RESUME_ATTEMPTS = 3
 Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often a broken transfer is resumed from the same source, and how long to wait before each try."""
+
+    retries: int = 5
+    first_delay: float = 0.5
+    max_delay: float = 8.0
+
+    def delay(self, retry: int) -> float:
+        """Seconds before retry number `retry` (1-based): 0.5, 1, 2, 4, 8 by default."""
+        return min(self.first_delay * 2 ** (retry - 1), self.max_delay)
+
+
+RETRY = RetryPolicy()
 
 
 def ensure_models(
@@ -36,6 +56,7 @@ def ensure_models(
     cancelled: Callable[[], bool],
     log: Log = lambda _message: None,
     writer: PartOpener = open_part,
+    retry: RetryPolicy = RETRY,
 ) -> dict[str, dict[str, str]]:
     """Return {model key: {file path: "ready" | "downloaded"}} once every file is verified."""
     storage_root = Path(storage_root)
@@ -50,7 +71,7 @@ def ensure_models(
             log(f"{item.path} is {item.state.value.replace('_', ' ')}; fetching it again")
             forget(storage_root, item.path)
         meter.start_file(entry.label, item.file.size)
-        result = _fetch(storage_root, entry, item, sources, meter, cancelled, log, writer)
+        result = _fetch(storage_root, entry, item, sources, meter, cancelled, log, writer, retry)
         remember_hash(storage_root, result.path, result.sha256)
         meter.finish_file(result.size)
         outcome[entry.key][item.file.path] = "downloaded"
@@ -59,18 +80,18 @@ def ensure_models(
     return outcome
 
 
-def _fetch(storage_root, entry, item: FileStatus, sources, meter, cancelled, log, writer) -> FetchOutcome:
+def _fetch(storage_root, entry, item: FileStatus, sources, meter, cancelled, log, writer, retry) -> FetchOutcome:
     failures: list[Exception] = []
     for source in sources.order():
         try:
-            return _fetch_from(source, storage_root, entry, item, sources, meter, cancelled, log, writer)
+            return _fetch_from(source, storage_root, entry, item, sources, meter, cancelled, log, writer, retry)
         except SourceUnreachable as error:
             failures.append(error)
             log(f"{source.value} unreachable: {error}")
             if source is Source.HUB and sources.hub_unreachable(str(error)):
                 log("switched to the mirror for the rest of this server's life")
                 continue
-            if source is Source.HUB and sources.settings.mirror is None:
+            if source is Source.HUB and sources.settings.mirror is None and not isinstance(error, TransferBroken):
                 raise SourceUnreachable(
                     f"{error} Set {MIRROR_VARIABLE} (a mirror) or HF_ENDPOINT (another hub) to download elsewhere."
                 ) from error
@@ -82,8 +103,8 @@ def _fetch(storage_root, entry, item: FileStatus, sources, meter, cancelled, log
     raise failures[-1]
 
 
-def _fetch_from(source, storage_root, entry, item, sources, meter, cancelled, log, writer) -> FetchOutcome:
-    attempts = 0
+def _fetch_from(source, storage_root, entry, item, sources, meter, cancelled, log, writer, retry) -> FetchOutcome:
+    retries = 0  # in a row, without the `.part` growing
     while True:
         try:
             if source is Source.HUB and not item.file.streamable:
@@ -98,11 +119,24 @@ def _fetch_from(source, storage_root, entry, item, sources, meter, cancelled, lo
                 cancelled=cancelled,
                 writer=writer,
             )
-        except SourceUnreachable as error:
-            if not error.progressed or attempts >= RESUME_ATTEMPTS:
+        except TransferBroken as error:
+            if not error.worth_retrying:
                 raise
-            attempts += 1
-            log(f"{error} (resume attempt {attempts})")
+            retries = 1 if error.progressed else retries + 1
+            if retries > retry.retries:
+                raise gave_up(error, retries) from error
+            delay = retry.delay(retries)
+            log(f"{error}; retry {retries} of {retry.retries} in {delay:g} s, resuming the part")
+            _wait(delay, cancelled)
+
+
+def _wait(seconds: float, cancelled: Callable[[], bool]) -> None:
+    """Sleep before a retry, still answering a cancel within a tenth of a second."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        if cancelled():
+            raise DownloadCancelled()
+        time.sleep(min(left, 0.1))
 
 
 def _fetch_with_library(storage_root, entry, item, sources, meter, cancelled) -> FetchOutcome:

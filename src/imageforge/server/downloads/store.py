@@ -2,8 +2,14 @@
 
 A file is ready when it exists with the declared size and SHA-256. Hashing hundreds of megabytes on every
 readiness check would make each job start slowly, so the result is cached per file in
-`<storage>/models/.verified.json` as (size, mtime, SHA-256): an unchanged file is trusted, and any change
-of size or modification time sends it back through the full hash.
+`<storage>/models/.verified.json` as (size, mtime, ctime, SHA-256): an unchanged file is trusted, and any
+change of size, modification time or inode change time sends it back through the full hash. The ctime
+catches a file damaged in place whose mtime was put back (copy tools, `touch -r`): nobody can set it.
+A full verification (`use_cache=False`, `imageforge models verify`) that finds a wrong hash drops the
+record's size and times, so the file stays "damaged" for every later check until it is fetched again.
+
+The cache only saves time: on a read-only storage root, or a full disk, it is simply not written (and its
+temporary file never left behind); readiness is then measured each time.
 
 Files whose catalog entry declares no SHA-256 are ready when they exist (with the declared size, if any);
 once downloaded, the hash measured while fetching is remembered, so later changes are still caught.
@@ -14,6 +20,7 @@ that runs while a download is in progress never mistakes a partial file for a re
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -125,6 +132,7 @@ def verify_file(storage_root: Path, entry: ModelEntry, model_file: ModelFile, *,
     if use_cache and cached == _record(info, expected):
         return FileStatus(model_file, path, FileState.READY, partial)
     if sha256_of(path) != expected:
+        _distrust(storage_root, path, expected)
         return FileStatus(model_file, path, FileState.WRONG_HASH, partial)
     remember_hash(storage_root, path, expected)
     return FileStatus(model_file, path, FileState.READY, partial)
@@ -166,8 +174,20 @@ def known_sha256(storage_root: Path, path: Path) -> str:
     if isinstance(cached, dict) and cached.get("sha256") and cached == _record(info, str(cached["sha256"])):
         return str(cached["sha256"])
     digest = sha256_of(path)
-    remember_hash(storage_root, path, digest)
+    known = cached.get("sha256") if isinstance(cached, dict) else None
+    if known in (None, digest):  # a record that expects another hash marks the file damaged: keep it so
+        remember_hash(storage_root, path, digest)
     return digest
+
+
+def _distrust(storage_root: Path, path: Path, sha256: str) -> None:
+    """Keep only the expected hash of a file found damaged: no (size, times) of it will ever match again."""
+    key = _cache_key(storage_root, path)
+    with _cache_lock:
+        cache = _load_cache(storage_root)
+        if cache.get(key) != {"sha256": sha256}:
+            cache[key] = {"sha256": sha256}
+            _save_cache(storage_root, cache)
 
 
 def forget(storage_root: Path, path: Path) -> None:
@@ -180,7 +200,10 @@ def forget(storage_root: Path, path: Path) -> None:
 
 
 def _record(info: os.stat_result, sha256: str) -> dict[str, Any]:
-    return {"size": info.st_size, "mtime_ns": info.st_mtime_ns, "sha256": sha256}
+    record = {"size": info.st_size, "mtime_ns": info.st_mtime_ns, "sha256": sha256}
+    if os.name != "nt":  # on Windows st_ctime is the creation time, which an in-place change keeps
+        record["ctime_ns"] = info.st_ctime_ns
+    return record
 
 
 def _cache_key(storage_root: Path, path: Path) -> str:
@@ -203,9 +226,18 @@ def _load_cache(storage_root: Path) -> dict[str, Any]:
 
 
 def _save_cache(storage_root: Path, cache: dict[str, Any]) -> None:
-    """Write-then-rename, so a reader in another process never sees half a cache (a lost record only costs a hash)."""
+    """Write-then-rename, so a reader in another process never sees half a cache (a lost record only costs a hash).
+
+    A root that cannot be written (read-only, full) keeps the old cache and no temporary file.
+    """
     root = models_root(storage_root)
-    root.mkdir(parents=True, exist_ok=True)
     temporary = root / f"{CACHE_NAME}.{os.getpid()}.{threading.get_ident()}.tmp"
-    temporary.write_text(json.dumps(cache, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(temporary, root / CACHE_NAME)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with open(descriptor, "w", encoding="utf-8") as stream:
+            stream.write(json.dumps(cache, indent=1, sort_keys=True))
+        os.replace(temporary, root / CACHE_NAME)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)

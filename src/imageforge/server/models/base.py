@@ -101,16 +101,31 @@ def load_adapter(
     context.progress(current_fraction(context), f"Loading {entry.label}")
     resolved = resolve_device(device, manager.runtime).device
     options = dict(cls.coreml_options) if resolved is Device.COREML else None
-    handle = manager.acquire(
-        entry,
-        device,
-        provider_options=options,
-        warn=job_warner(context),
-        progress=lambda message: context.progress(current_fraction(context), message),
-    )
+    try:
+        handle = manager.acquire(
+            entry,
+            device,
+            provider_options=options,
+            warn=job_warner(context),
+            progress=lambda message: context.progress(current_fraction(context), message),
+        )
+    except ModelUnavailableError as error:
+        raise _damaged_or(error, storage_root, entry) from error
     adapter = cls(entry, handle)
     provenance.record(context, adapter)
     return adapter
+
+
+def _damaged_or(error: ModelUnavailableError, storage_root: Path, entry: ModelEntry) -> ModelUnavailableError:
+    """A session that cannot load a "ready" file (a Protobuf error): hash it now; a damaged file is named,
+    its readiness record dropped (so the next job downloads it again), and the way to fix it given."""
+    damaged = [item for item in model_status(storage_root, entry, use_cache=False).files if not item.ready]
+    if not damaged:
+        return error
+    return ModelUnavailableError(
+        f"{entry.label} is damaged on disk ({damaged[0].file.path} no longer matches its download); "
+        f"run the job again to download it anew, or 'imageforge models download {entry.key}'."
+    )
 
 
 def download_for_job(context: Any, entry: ModelEntry, *, until: float = 1.0) -> None:
