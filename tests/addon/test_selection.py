@@ -99,3 +99,12 @@ def test_depth_grid_faces_point_at_the_camera_and_portrait_segments():
     assert normal[2] > 0  # +Z in camera space: towards a camera looking down -Z
     assert np.allclose(grid.vertices[:, 2], -3.0)
     assert np.allclose(grid.uvs[0], (0.0, 1.0))  # the top-left vertex maps to the photo's top-left
+
+
+def test_a_figure_eight_lasso_is_kept():
+    from imageforge.scene.selection import lasso_selection
+
+    eight = [(10, 10), (50, 50), (50, 10), (10, 50)]
+    assert lasso_selection(eight, 100, 100, spacing=0.0) == {
+        "lasso": [[10.0, 10.0], [50.0, 50.0], [50.0, 10.0], [10.0, 50.0]]
+    }

@@ -218,3 +218,12 @@ def test_a_race_for_the_name_never_replaces_the_newcomer(tmp_path, job_folder, m
         output.place({"upscale": job_folder / "upscale.png"})
     assert (out / "upscale.png").read_bytes() == b"written meanwhile by another program"
     assert os.listdir(out) == ["upscale.png"]
+
+
+def test_overwrite_without_output_is_a_usage_error(capsys):
+    from imageforge.cli.main import main
+
+    assert main(["run", "upscale-image", "input=photo.png", "--overwrite"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "imageforge: --overwrite only applies to the files --output copies; give --output FOLDER too."
+    )

@@ -13,7 +13,7 @@ from ..client.environment import default_storage_root
 from ..client.retention import RetentionPolicy, delete_folders, plan_retention, scan_job_folders
 from ..client.runtime import JobCancelledError, make_runtime, run_job
 from ..client.setup import environment_ready, prepare_environment
-from ..contract import JOB_SPECS, job_spec
+from ..contract import JOB_SPECS, InputError, job_spec
 from ..contract.catalog import load_catalog
 from ..contract.parameters import field_docs, path_parameters
 from .arguments import parse_assignments
@@ -44,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(parameters.get(name), str) and parameters[name]:
             parameters[name] = os.path.abspath(os.path.expanduser(parameters[name]))
     output = None
+    if args.overwrite and not args.output:
+        raise InputError("--overwrite only applies to the files --output copies; give --output FOLDER too.")
     if args.output:  # checked before the job runs, not after hours of video
         inputs = [parameters[name] for name in path_parameters(spec.parameters) if parameters.get(name)]
         output = OutputFolder.checked(args.output, inputs=inputs, overwrite=args.overwrite)

@@ -15,6 +15,7 @@ import typing
 from typing import Any, TypeVar
 
 from .errors import InputError
+from .selection_geometry import even_odd_area
 
 T = TypeVar("T")
 _MISSING = dataclasses.MISSING
@@ -47,6 +48,9 @@ def param(
         frozen = tuple(default)
         return dataclasses.field(default_factory=lambda: list(frozen), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+LASSO_COORDINATE_LIMIT = 1e7  # pixels: far beyond any image, close enough for exact float arithmetic
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,16 +99,13 @@ class Selection:
             if not isinstance(point, list) or len(point) != 2:
                 raise InputError(f"'{name}' lasso points must each be [x, y].")
             parsed.append((_finite_number(f"{name}.lasso", point[0]), _finite_number(f"{name}.lasso", point[1])))
-        if len(set(parsed)) < 3 or _polygon_area(parsed) <= 0.5:
+        if any(abs(value) > LASSO_COORDINATE_LIMIT for point in parsed for value in point):
+            raise InputError(
+                f"'{name}' lasso points must lie within ±{LASSO_COORDINATE_LIMIT:.0f} pixels; draw it over the image."
+            )
+        if len(set(parsed)) < 3 or even_odd_area(parsed, stop_above=0.5) <= 0.5:  # a figure-eight counts both loops
             raise InputError(f"'{name}' lasso needs at least three points enclosing an area.")
         return cls(lasso=tuple(parsed))
-
-
-def _polygon_area(points: list[tuple[float, float]]) -> float:
-    total = 0.0
-    for (x0, y0), (x1, y1) in zip(points, points[1:] + points[:1], strict=True):
-        total += x0 * y1 - x1 * y0
-    return abs(total) / 2.0
 
 
 def _finite_number(name: str, value: Any) -> float:

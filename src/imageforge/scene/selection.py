@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..contract.selection_geometry import analysed_crop, even_odd_area, grow_pixels
+
 Point = tuple[float, float]
 
 
@@ -84,16 +86,9 @@ def lasso_selection(points: Sequence[Point], width: int, height: int, spacing: f
         point = _clamp(point, width, height)
         if not kept or math.dist(point, kept[-1]) >= spacing:
             kept.append(point)
-    if len(kept) < 3 or polygon_area(kept) < 1.0:
+    if len(kept) < 3 or even_odd_area(kept, stop_above=1.0) < 1.0:  # a figure-eight counts both loops
         return None
     return {"lasso": [[round(x, 2), round(y, 2)] for x, y in kept]}
-
-
-def polygon_area(points: Sequence[Point]) -> float:
-    total = 0.0
-    for (x0, y0), (x1, y1) in zip(points, [*points[1:], points[0]], strict=True):
-        total += x0 * y1 - x1 * y0
-    return abs(total) / 2.0
 
 
 def selection_bounds(selection: dict) -> tuple[float, float, float, float]:
@@ -130,32 +125,22 @@ def selection_mask(selection: dict, width: int, height: int) -> np.ndarray:
 
 # -- where a refined matte lands ----------------------------------------------------------------------------------
 # The server analyses a crop around the selection (its bounds plus grow and `padding` pixels) and confines the
-# matte to the selection grown by GROW_FRACTION of its longer side, at least MIN_GROW pixels
-# (server/jobs/selection_mask.py): soft edges just outside what was drawn are part of the result, and the
-# matte is zero outside that grown region. The grown band is drawn by Pillow as a wide line, which the add-on
-# cannot reproduce exactly (and which leaves the odd pixel near the outline out), so the add-on does not redraw
-# it: the result lands inside the selection and, within the server's crop, wherever the matte is non-zero. A
-# zero outside the selection may mean "outside the band" as well as "background", so there the image is kept.
-GROW_FRACTION = 0.05  # the server's values
-MIN_GROW = 2
+# matte to the selection grown by GROW_FRACTION of its longer side, at least MIN_GROW pixels (one rule for both
+# sides: contract/selection_geometry.py; server/jobs/selection_mask.py draws it): soft edges just outside what
+# was drawn are part of the result, and the matte is zero outside that grown region. The add-on does not redraw
+# the grown band (the server's dilation near a dense outline is not worth repeating here): the result lands
+# inside the selection and, within the server's crop, wherever the matte is non-zero. A zero outside the
+# selection may mean "outside the band" as well as "background", so there the image is kept.
 
 
 def selection_grow(selection: dict) -> int:
-    """Pixels the server grows `selection` by: max(MIN_GROW, round(GROW_FRACTION × longer side of its bounds))."""
-    left, top, right, bottom = selection_bounds(selection)
-    return max(MIN_GROW, round(GROW_FRACTION * max(right - left, bottom - top)))
+    """Pixels the server grows `selection` (drawn inside the image) by (contract/selection_geometry.py)."""
+    return grow_pixels(selection_bounds(selection))
 
 
 def selection_crop(selection: dict, padding: int, width: int, height: int) -> tuple[int, int, int, int]:
     """The (x0, y0, x1, y1) the server analyses for `selection` with `padding` context pixels, inside the image."""
-    left, top, right, bottom = selection_bounds(selection)
-    reach = selection_grow(selection) + padding
-    return (
-        max(0, math.floor(left) - reach),
-        max(0, math.floor(top) - reach),
-        min(width, math.ceil(right) + reach),
-        min(height, math.ceil(bottom) + reach),
-    )
+    return analysed_crop(selection_bounds(selection), padding, width, height)[0]
 
 
 def refined_region(selection: dict, padding: int, matte: np.ndarray) -> np.ndarray:

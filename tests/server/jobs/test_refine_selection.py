@@ -72,3 +72,28 @@ def test_a_selection_outside_the_image_fails_with_nothing_written(run_job, two_o
     (folder,) = (storage_root / "jobs").iterdir()
     assert {entry.name for entry in folder.iterdir()} <= {"job-state.json", "job.log"}
     assert json.loads((folder / "job-state.json").read_text())["state"] == "failed"
+
+
+def test_a_huge_but_finite_box_is_the_whole_image(run_job, two_objects):
+    path, _ = two_objects
+    whole, _ = run_job(
+        "refine-image-selection",
+        {"input": str(path), "selection": {"box": [0, 0, 64, 48]}, "model": "KIT_BEN2_THRESHOLD"},
+    )
+    huge, context = run_job(
+        "refine-image-selection",
+        {"input": str(path), "selection": {"box": [-1e308, -1e308, 1e308, 1e308]}, "model": "KIT_BEN2_THRESHOLD"},
+    )
+    np.testing.assert_array_equal(read(huge["alpha"]), read(whole["alpha"]))
+    assert read(huge["alpha"])[20, 12, 0] > 0.99 and read(huge["alpha"])[20, 48, 0] > 0.99  # both squares
+
+
+def test_a_figure_eight_lasso_refines_both_loops(run_job, two_objects):
+    path, _ = two_objects
+    # Crossing at (32, 24): the upper-left loop holds the left square's corner, the lower-right one the right's.
+    eight = [[4, 12], [60, 36], [60, 12], [4, 36]]
+    result, _ = run_job(
+        "refine-image-selection", {"input": str(path), "selection": {"lasso": eight}, "model": "KIT_BEN2_THRESHOLD"}
+    )
+    alpha = read(result["alpha"])[..., 0]
+    assert alpha[18, 10] > 0.97 and alpha[30, 54] > 0.97  # in the left loop, in the right loop

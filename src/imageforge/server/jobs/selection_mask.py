@@ -3,23 +3,22 @@
 The crop around the selection gives BEN2 context (`padding` pixels); the matte is then confined to the
 selection grown by a small margin, because a hand-drawn lasso cuts through the object's edge here and
 there and the point of refining is to let the model find that edge. The margin is a fraction of the
-selection's size (a few pixels on a small selection, more on a large one).
+selection's size within the image (a few pixels on a small selection, more on a large one); the rule lives in
+contract/selection_geometry.py, which the add-on also reads to know where a refined matte lands.
 
 Pixel (i, j) covers [i, i+1) × [j, j+1): a box [10, 10, 20, 20] selects columns and rows 10–19.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...contract import InputError
 from ...contract.parameters import Selection
+from ...contract.selection_geometry import analysed_crop, clip_bounds
 
-GROW_FRACTION = 0.05  # of the selection's longer side
-MIN_GROW = 2  # pixels
 SUPERSAMPLE = 4  # anti-aliased coverage: 4 × 4 samples per pixel
 SAMPLES_PER_BAND = 1 << 22  # bounds the rasteriser's memory on large selections
 
@@ -40,17 +39,9 @@ def selection_region(selection: Selection, size: tuple[int, int], padding: int) 
     """The crop and confining mask of `selection` on an image of `size` (width, height)."""
     width, height = size
     check_overlap(selection, size)
-    left, top, right, bottom = selection.bounds
-    grow = max(MIN_GROW, round(GROW_FRACTION * max(right - left, bottom - top)))
-    reach = grow + padding
-    crop = (
-        max(0, math.floor(left) - reach),
-        max(0, math.floor(top) - reach),
-        min(width, math.ceil(right) + reach),
-        min(height, math.ceil(bottom) + reach),
-    )
+    crop, grow = analysed_crop(selection.bounds, padding, width, height)  # bounds clipped: a huge box is the image
     if selection.box is not None:
-        x0, y0, x1, y1 = selection.box
+        x0, y0, x1, y1 = clip_bounds(selection.box, width, height)
         polygon = [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
     else:
         polygon = list(selection.lasso or ())
