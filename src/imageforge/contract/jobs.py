@@ -128,6 +128,10 @@ class CutoutParams:
     resolution_level: int = param(9, doc="MoGe-2 detail level.", minimum=0, maximum=9)
     geometry_model: str | None = param(None, doc="Catalog key of the geometry model; null: default.")
     background_model: str | None = param(None, doc="Catalog key of the background model; null: default.")
+    fill_behind: bool = param(
+        False, doc="Also write the clean plate (the cut-out region inpainted) and, with depth, the background depth."
+    )
+    inpaint_model: str | None = param(None, doc="Catalog key of the inpainting model; null: default.")
     device: Device = _device()
     max_input_size: int = _max_input_size()
 
@@ -256,6 +260,11 @@ JOB_SPECS: dict[JobId, JobSpec] = {
                 "depth": "Optional float32 EXR as for depth planes, cropped.",
                 "depth_metadata": "Optional JSON as for depth planes, for the crop.",
                 "normal": "Optional RGB PNG normal map, cropped.",
+                "background": "With fill_behind: the clean plate, a PNG at the input size with the cut-out "
+                "region (grown) inpainted.",
+                "background_depth": "With fill_behind and depth: float32 EXR as for depth planes, whole image, "
+                "the depth behind the cut-out filled from the surrounding background.",
+                "background_depth_metadata": "With fill_behind and depth: JSON as for depth planes, whole image.",
                 **PROVENANCE,
             },
         ),

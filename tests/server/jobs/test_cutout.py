@@ -15,8 +15,9 @@ from imageforge.client.runtime import run_job
 from imageforge.contract import JobId
 from imageforge.contract.parameters import Selection
 from imageforge.server.jobs.cutout import selection_coverage
+from imageforge.server.jobs.hole_fill import clean_plate_weight
 from imageforge.server.jobs.selection_mask import polygon_coverage
-from tests.kit.onnx_models import build_ben2, build_moge2, moge2_reference
+from tests.kit.onnx_models import LAMA_FILL, build_ben2, build_lama, build_moge2, moge2_reference
 
 from .geometry_kit import (  # noqa: F401  (fixtures)
     catalog_entry,
@@ -48,10 +49,12 @@ def kit_models(use_catalog, storage_root: Path) -> None:
         [
             catalog_entry("KIT_MOGE2", "geometry", "moge2"),
             catalog_entry("KIT_BEN2", "background", "ben2", normalization="none"),
+            catalog_entry("KIT_LAMA", "inpaint", "lama"),
         ]
     )
     build_moge2(model_path(storage_root, "KIT_MOGE2"), **KNOWN)
     build_ben2(model_path(storage_root, "KIT_BEN2"), size=64, function="threshold")
+    build_lama(model_path(storage_root, "KIT_LAMA"))
 
 
 def read_png(path: Path) -> np.ndarray:
@@ -140,6 +143,35 @@ def test_geometry_is_cropped_with_its_camera(jobs, kit_models, photo, mode):
         n = n * (1, -1, -1)  # relative to a card facing the camera: x right, y up, z out of the card
     np.testing.assert_array_equal(normal[1:-1, 1:], np.broadcast_to(np.floor((n + 1) / 2 * 255 + 0.5), (11, 19, 3)))
     np.testing.assert_array_equal(normal[-1, 0], (128, 128, 255))  # a quarter-covered pixel is masked: flat
+
+
+def test_fill_behind_writes_the_clean_plate_and_the_background_depth_continued_behind(jobs, kit_models, photo):
+    path, pixels = photo
+    parameters = {"input": str(path), "selection": {"box": BOX}, "generate_depth": True, "fill_behind": True}
+    outcome = jobs.run(JOB, {**parameters, "device": "cpu"})
+    assert outcome.state == "succeeded", outcome.error
+    assert {"background", "background_depth", "background_depth_metadata"} <= set(outcome.result)
+    assert loaded_families(jobs) == {"geometry", "inpaint"}
+    plate = np.asarray(PILImage.open(outcome.file("background")))
+    assert plate.shape == (48, 64, 4)
+    source = np.round(pixels * 255).astype(np.uint8)
+    weight = clean_plate_weight(selection_coverage(Selection(box=tuple(BOX)), (64, 48)))
+    # The box (columns 10–29, rows 8–20) grown by 3 px is filled, the next 3 px fade out, the rest is untouched.
+    assert weight[5:24, 7:33].min() == 1.0 and weight[4, 6] == 0.75 and weight[1, 3] == 0.0
+    np.testing.assert_array_equal(plate[weight == 0], source[weight == 0])
+    fill = np.round(np.array(LAMA_FILL) * 255)
+    np.testing.assert_array_equal(plate[weight == 1][:, :3], np.broadcast_to(fill, (int((weight == 1).sum()), 3)))
+    np.testing.assert_array_equal(plate[..., 3], source[..., 3])
+    # The kit's geometry is one plane: the depth behind the region continues it (no dip), and every pixel of the
+    # whole image is there, filled ones valid.
+    ref = moge2_reference(1, 48, 64, **KNOWN)
+    exr = OpenEXR.File(str(outcome.file("background_depth")), separate_channels=True)
+    channels = {name: channel.pixels for name, channel in exr.channels().items()}
+    assert channels["B"].shape == (48, 64)
+    np.testing.assert_allclose(channels["B"], ref["depth"][0], rtol=2e-3)
+    np.testing.assert_allclose(channels["R"], ref["metric_points"][0][..., 0], rtol=2e-3, atol=1e-3)
+    metadata = json.loads(outcome.file("background_depth_metadata").read_text())
+    assert metadata["image_size"] == [64, 48] and (metadata["cx"], metadata["cy"]) == pytest.approx((32.0, 24.0))
 
 
 def test_refine_runs_the_background_model_and_crops_to_the_refined_matte(jobs, kit_models, tmp_path):

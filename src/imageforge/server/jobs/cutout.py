@@ -6,6 +6,12 @@ for `generate_depth` or a normal map. Every result is cropped to the bounds of t
 - `selection_alpha`: 16-bit single-channel PNG of the selection matte (refined by BEN2 when `refine`);
 - `depth`, `depth_metadata`, `normal` as generate-depth-plane-geometry writes them, for the crop.
 
+`fill_behind` adds what a background plane needs once the object has left it, at the whole image's size:
+- `background`: the clean plate, LaMa filling the matte grown by a few pixels and faded out over as many
+  again (hole_fill.clean_plate_weight), analysed on a crop around it (at most 1024 px, or `max_input_size`);
+- `background_depth`, `background_depth_metadata` (when geometry was analysed): the depth plane's files with
+  the depth under that region continued from the background around it (geometry/depth_fill.py).
+
 Geometry is analysed on the whole image and cropped afterwards: MoGe-2's camera is the photo's camera, so a
 cutout keeps the focal length and gets its principal point shifted by the crop's origin, and the model sees
 the context around the object. A plain selection is rasterised with 4 × 4 samples per pixel, so a lasso's
@@ -22,12 +28,16 @@ import numpy as np
 
 from ...contract import InputError
 from ...contract.catalog import Family
-from ...contract.jobs import CutoutParams, NormalMode, RefineImageSelectionParams
+from ...contract.jobs import INPAINT_INPUT_SIZE_DEFAULT, CutoutParams, NormalMode, RefineImageSelectionParams
 from ...contract.parameters import Selection
-from ..media import open_input, write_png
+from ..geometry.depth_fill import fill_depth_behind
+from ..geometry.frame import GeometryFrame
+from ..media import open_input, resize, write_png
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels, over_black
-from .depth_plane import Region, analyse, load_geometry, write_geometry
+from ..models.lama import LamaAdapter
+from .depth_plane import Region, alpha_of, analyse, load_geometry, write_geometry
+from .hole_fill import ANALYSED_HOLE, clean_plate_weight, inpaint_pixels
 from .image_job import JobProgress, log_model_time, prepare_adapter
 from .outputs import OutputSet
 from .refine_selection import refine_alpha
@@ -50,6 +60,9 @@ def run_cutout(context: Any, params: CutoutParams) -> dict[str, str]:
             context, progress, params.background_model, Family.BACKGROUND, params.device, Ben2Adapter
         )
     geometry = load_geometry(context, progress, params.geometry_model, params.device) if geometry_wanted else None
+    inpainter = None
+    if params.fill_behind:
+        inpainter = prepare_adapter(context, progress, params.inpaint_model, Family.INPAINT, params.device, LamaAdapter)
     progress.stage(0.08, "Reading input")
     image = source.read_still()
     pixels = display_pixels(image)
@@ -69,6 +82,14 @@ def run_cutout(context: Any, params: CutoutParams) -> dict[str, str]:
     if geometry is not None:
         rgb = over_black(pixels)
         result = analyse(progress, geometry, rgb, params.max_input_size, params.resolution_level)
+    plate = behind = None
+    if inpainter is not None:
+        progress.stage(0.8, "Filling behind the cutout")
+        weight = clean_plate_weight(matte)
+        plate_size = min(params.max_input_size, INPAINT_INPUT_SIZE_DEFAULT)
+        plate = inpaint_pixels(inpainter, pixels, weight, plate_size, log=context.log)
+        if result is not None:
+            behind = depth_behind(result.frame, weight)
     rows, columns = region.slices
     with OutputSet(Path(context.directory)) as outputs:
         progress.stage(0.8, "Writing cutout")
@@ -88,10 +109,33 @@ def run_cutout(context: Any, params: CutoutParams) -> dict[str, str]:
                 depth=params.generate_depth,
                 normals=params.normal_mode,
             )
-    for adapter in (refiner, geometry):
+        if plate is not None:
+            progress.stage(0.92, "Writing clean plate")
+            bits = image.sample_kind.png_bits
+            outputs.write("background", "background.png", lambda path: write_png(path, plate, bits=bits))
+        if behind is not None:
+            whole = Region.whole(size)
+            write_geometry(
+                progress,
+                outputs,
+                behind,
+                source_size=size,
+                coverage=alpha_of(image),
+                region=whole,
+                depth=True,
+                normals=NormalMode.NONE,
+                prefix="background_",
+            )
+    for adapter in (refiner, geometry, inpainter):
         if adapter is not None:
             log_model_time(context, progress, adapter)
     return outputs.result
+
+
+def depth_behind(frame: GeometryFrame, weight: np.ndarray) -> GeometryFrame:
+    """The frame with the background's depth continued behind the clean plate's hole (geometry/depth_fill.py)."""
+    hole = resize(weight, frame.size) > ANALYSED_HOLE if frame.size != weight.shape[::-1] else weight > 0
+    return fill_depth_behind(frame, hole)
 
 
 def matte_bounds(matte: np.ndarray) -> Region:

@@ -127,8 +127,11 @@ def write_geometry(
     region: Region,
     depth: bool,
     normals: NormalMode,
+    prefix: str = "",
 ) -> None:
-    """Write `depth` + `depth_metadata` and/or `normal` for `region` of the source; `coverage` is (H, W) or None."""
+    """Write `depth` + `depth_metadata` and/or `normal` for `region` of the source; `coverage` is (H, W) or None.
+
+    `prefix` goes before each result name and file name (the cutout's `background_depth`)."""
     analysed_size = frame.size
     area = region.scaled(source_size, analysed_size)
     weight = frame.valid.astype(np.float32)
@@ -140,10 +143,12 @@ def write_geometry(
         points, kept = frame.points[rows, columns], weight[rows, columns]
         progress.stage(0.84, "Writing depth")
         channels = {"R": points[..., 0], "G": points[..., 1], "B": points[..., 2], "A": kept}
-        outputs.write("depth", "depth.exr", lambda path: write_exr(path, channels))
+        outputs.write(f"{prefix}depth", f"{prefix}depth.exr", lambda path: write_exr(path, channels))
         progress.stage(0.88, "Writing depth metadata")
         metadata = depth_metadata(frame, source_size, region, area, kept)
-        outputs.write("depth_metadata", "depth_metadata.json", lambda path: write_json(path, metadata))
+        outputs.write(
+            f"{prefix}depth_metadata", f"{prefix}depth_metadata.json", lambda path: write_json(path, metadata)
+        )
     if normals is not NormalMode.NONE:
         progress.stage(0.9, "Writing normal map")
         encoded = normal_map(frame, source_size, region, coverage, normals)

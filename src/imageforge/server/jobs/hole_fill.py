@@ -23,10 +23,35 @@ from ...contract import InputError
 from ..media import fit_long_edge_size, resize
 from ..models.lama import LamaAdapter
 from .depth_plane import Region
+from .selection_mask import dilate
 
 CONTEXT_FRACTION = 0.5  # context on each side of the hole, as a fraction of the hole's longer side
 MIN_CONTEXT = 64  # pixels
 ANALYSED_HOLE = 1e-3  # a reduced pixel joins the hole when this much of it was hole (Lanczos rings a little)
+PLATE_GROW_FRACTION = 0.004  # clean plates: the matte grows by this much of the image's longer side …
+PLATE_MIN_GROW = 3  # … but at least this many pixels, and then fades out over as many again
+
+
+def clean_plate_weight(matte: np.ndarray) -> np.ndarray:
+    """The fill weight (H, W) of a clean plate behind a cutout's `matte`: 1 over every pixel the matte touches
+    grown by a few pixels (the soft edge and colour spill around an object belong to it), then a linear fade
+    over as many pixels again so the filled background meets the photo without a seam."""
+    height, width = matte.shape
+    grow = max(PLATE_MIN_GROW, math.ceil(PLATE_GROW_FRACTION * max(width, height)))
+    touched = matte > 0
+    rows, columns = np.nonzero(touched.any(axis=1))[0], np.nonzero(touched.any(axis=0))[0]
+    weight = np.zeros((height, width), np.float32)
+    if rows.size == 0:
+        return weight
+    reach = 2 * grow + 1
+    box = (
+        slice(max(0, rows[0] - reach), min(height, rows[-1] + 1 + reach)),
+        slice(max(0, columns[0] - reach), min(width, columns[-1] + 1 + reach)),
+    )
+    core, local = touched[box], weight[box]
+    for step in range(grow, -1, -1):  # outermost ring first, each nearer ring overwriting it with more weight
+        local[dilate(core, grow + step)] = 1.0 - step / (grow + 1)
+    return weight
 
 
 def hole_crop(weight: np.ndarray, context_fraction: float = CONTEXT_FRACTION) -> Region:

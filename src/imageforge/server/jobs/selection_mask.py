@@ -62,7 +62,12 @@ def _rasterise(polygon: list[tuple[float, float]], crop: tuple[int, int, int, in
         return inside.astype(np.float32)
     # Growing = adding every pixel within `grow` pixels (a square neighbourhood) of an inside pixel. A dilation
     # of the filled mask leaves no holes, unlike a thick line drawn along a dense hand-drawn outline.
-    return _dilate(_dilate(inside, grow, axis=0), grow, axis=1).astype(np.float32)
+    return dilate(inside, grow).astype(np.float32)
+
+
+def dilate(mask: np.ndarray, radius: int) -> np.ndarray:
+    """True where any True pixel lies within `radius` pixels (a square neighbourhood), O(pixels) per call."""
+    return _dilate(_dilate(mask, radius, axis=0), radius, axis=1)
 
 
 def _dilate(mask: np.ndarray, radius: int, *, axis: int) -> np.ndarray:
