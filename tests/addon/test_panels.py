@@ -231,7 +231,7 @@ def test_tools_panel_greys_tools_out_without_an_image(server):
     layout = draw(ToolsPanel, bpy.context)
     assert layout.items[0].kind == "label" and layout.items[0].icon == "ERROR"
     tools = layout.operators()
-    assert len(tools) == 11 and not any(item.enabled for item in tools)  # 10 image tools and the video tool
+    assert len(tools) == 13 and not any(item.enabled for item in tools)  # 12 image tools and the video tool
     assert availability.tool_reason(bpy.context) == availability.NO_IMAGE
     assert not bpy.ops.imageforge.remove_background.poll()
 
@@ -250,6 +250,7 @@ def test_tools_panel_with_an_image_texture_shows_upscale_sizes(server):
     assert layout.find("imageforge.upscale_image", scale="2").text == "Upscale 2× → 4096 × 1366"
     assert layout.find("imageforge.upscale_image", scale="4").text == "Upscale 4× → 8192 × 2732"
     assert layout.find("imageforge.draw_selection", action="CUTOUT", shape="LASSO", displace=True)
+    assert layout.find("imageforge.draw_selection", action="PARALLAX", shape="BOX")
     assert bpy.ops.imageforge.remove_background.poll()
 
 

@@ -100,7 +100,7 @@ def viewport_picker(context: bpy.types.Context, obj: bpy.types.Object, image: bp
 
 
 class IMAGEFORGE_OT_draw_selection(bpy.types.Operator):
-    """Draw a box or lasso on the image, then refine that region or cut it out"""
+    """Draw a box or lasso on the image, then refine that region, cut it out, or make a Parallax Shot of it"""
 
     bl_idname = "imageforge.draw_selection"
     bl_label = "Draw Selection"
@@ -108,7 +108,7 @@ class IMAGEFORGE_OT_draw_selection(bpy.types.Operator):
 
     action: bpy.props.EnumProperty(
         name="Action",
-        items=(("REFINE", "Refine Selection", ""), ("CUTOUT", "Cutout", "")),
+        items=(("REFINE", "Refine Selection", ""), ("CUTOUT", "Cutout", ""), ("PARALLAX", "Parallax Shot", "")),
         default="REFINE",
     )
     shape: bpy.props.EnumProperty(
@@ -193,6 +193,8 @@ class IMAGEFORGE_OT_draw_selection(bpy.types.Operator):
         arguments = {"image_name": self._image.name, "selection": json.dumps(selection)}
         if self.action == "REFINE":
             bpy.ops.imageforge.refine_selection("EXEC_DEFAULT", **arguments)
+        elif self.action == "PARALLAX":
+            bpy.ops.imageforge.parallax_shot("EXEC_DEFAULT", **arguments)
         else:
             bpy.ops.imageforge.cutout("EXEC_DEFAULT", displace=self.displace, **arguments)
         return {"FINISHED"}

@@ -14,6 +14,13 @@ from .. import preferences
 from ..contract import InputError, JobId
 from ..contract.catalog import Family
 from ..contract.jobs import NormalMode
+from ..scene.background_plane import (
+    SUBDIVISIONS,
+    depth_planes_of,
+    rebuild_mesh,
+    show_clean_plate,
+    tag_depth_plane,
+)
 from ..scene.depth_grid import (
     SUBDIVISION_MAX,
     SUBDIVISION_MIN,
@@ -23,7 +30,7 @@ from ..scene.depth_grid import (
     depth_grid,
     flat_grid,
 )
-from ..scene.intrinsics import camera_fit, read_metadata
+from ..scene.intrinsics import Intrinsics, camera_fit, read_metadata
 from ..scene.materials import normal_image, photo_material
 from ..scene.objects import camera_object, grid_mesh_object, placement, select_only
 from ..scene.pixels import read_data_file
@@ -44,26 +51,56 @@ def subdivision_property(default: int) -> Any:
 
 
 class DepthTearing:
-    """Removing the faces that would stretch across depth jumps (scene/depth_grid.py)."""
+    """Removing the faces that would stretch across depth jumps (scene/depth_grid.py).
 
-    tear: bpy.props.BoolProperty(
-        name="Tear at Depth Jumps",
-        description="Remove faces across depth discontinuities so foreground and background separate "
-        "instead of being joined by stretched faces",
-        default=True,
-    )
-    tear_ratio: bpy.props.FloatProperty(
-        name="Tear Ratio",
-        description="A face is removed when the depths at the ends of one of its edges differ by more than "
-        "this ratio (1.2: the far end 20% farther than the near end)",
-        default=TEAR_RATIO_DEFAULT,
-        min=TEAR_RATIO_MIN,
-        soft_max=3.0,
-        max=100.0,
-    )
+    The properties are given as objects, not annotation strings: Blender evaluates a mixin's string annotations
+    in the module of each operator that uses it, where these constants are not imported.
+    """
+
+    __annotations__ = {
+        "tear": bpy.props.BoolProperty(
+            name="Tear at Depth Jumps",
+            description="Remove faces across depth discontinuities so foreground and background separate "
+            "instead of being joined by stretched faces",
+            default=True,
+        ),
+        "tear_ratio": bpy.props.FloatProperty(
+            name="Tear Ratio",
+            description="A face is removed when the depths at the ends of one of its edges differ by more than "
+            "this ratio (1.2: the far end 20% farther than the near end)",
+            default=TEAR_RATIO_DEFAULT,
+            min=TEAR_RATIO_MIN,
+            soft_max=3.0,
+            max=100.0,
+        ),
+    }
 
     def depth_mesh(self, points: np.ndarray, weight: np.ndarray, subdivisions: int) -> GridMesh:
         return depth_grid(points, weight, subdivisions, tear_ratio=self.tear_ratio if self.tear else None)
+
+
+def land_depth_plane(
+    context: bpy.types.Context,
+    name: str,
+    source: bpy.types.Image,
+    texture: bpy.types.Image,
+    grid: GridMesh,
+    intrinsics: Intrinsics,
+    subdivisions: int,
+    *,
+    normal: bpy.types.Image | None = None,
+    focus: float | None = None,
+) -> tuple[bpy.types.Object, bpy.types.Object]:
+    """A depth plane of `source` showing `texture`, and the camera that sees it as the photo, at the cursor."""
+    matrix = placement(context)
+    far = float((-grid.vertices[:, 2]).max())
+    focus = intrinsics.reference_depth if focus is None else focus
+    image_name = source.name
+    camera = camera_object(context, f"{image_name} Camera", camera_fit(intrinsics), matrix, far=far, focus=focus)
+    plane = grid_mesh_object(context, name, grid, matrix)
+    plane.data.materials.append(photo_material(name, texture, normal=normal))
+    tag_depth_plane(plane, source, subdivisions)
+    return plane, camera
 
 
 def torn_note(grid: GridMesh) -> str:
@@ -75,10 +112,29 @@ def geometry_parameters() -> dict[str, Any]:
     return {"resolution_level": preferences.job_resolution_level(prefs)}
 
 
-def read_depth(result: JobResult) -> tuple[np.ndarray, np.ndarray]:
+def read_depth(result: JobResult, name: str = "depth") -> tuple[np.ndarray, np.ndarray]:
     """Camera-space points (h, w, 3) and weight (h, w) = alpha × validity, top row first."""
-    depth = read_data_file(result.file("depth"))
+    depth = read_data_file(result.file(name))
     return depth[..., :3], depth[..., 3]
+
+
+def load_packed_image(path: Any, name: str) -> bpy.types.Image:
+    image = bpy.data.images.load(str(path), check_existing=False)
+    image.name = name
+    image.pack()
+    return image
+
+
+def displaced_cutout(
+    tearing: DepthTearing, points: np.ndarray, weight: np.ndarray, alpha: np.ndarray, subdivisions: int, matrix: Matrix
+) -> tuple[GridMesh, Matrix]:
+    """A cutout's depth-shaped mesh centred on its own origin, and the world matrix that keeps it where the camera
+    at `matrix` sees it (in front of a depth plane placed with the same matrix)."""
+    grid = tearing.depth_mesh(points, weight * resample_nearest(alpha, weight.shape), subdivisions)
+    if len(grid.vertices) == 0:
+        return grid, matrix
+    centre = grid.vertices.mean(axis=0)
+    return replace(grid, vertices=grid.vertices - centre), matrix @ Matrix.Translation(Vector(centre.tolist()))
 
 
 class IMAGEFORGE_OT_depth_plane(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.types.Operator):
@@ -108,17 +164,9 @@ class IMAGEFORGE_OT_depth_plane(DepthTearing, ImageTool, ImageForgeJobOperator, 
             raise InputError("The depth map has no valid pixels; try another image or a higher resolution level.")
         normal = normal_image(result.file("normal"), f"{image.name} Normal", camera_space=True)
         depths = -grid.vertices[:, 2]
-        matrix = placement(context)
-        camera = camera_object(
-            context,
-            f"{image.name} Camera",
-            camera_fit(intrinsics),
-            matrix,
-            far=float(depths.max()),
-            focus=intrinsics.reference_depth,
+        plane, camera = land_depth_plane(
+            context, f"{image.name} Depth Plane", image, image, grid, intrinsics, self.subdivisions, normal=normal
         )
-        plane = grid_mesh_object(context, f"{image.name} Depth Plane", grid, matrix)
-        plane.data.materials.append(photo_material(f"{image.name} Depth Plane", image, normal=normal))
         select_only(context, plane, camera)
         return (
             f"Depth plane: {len(grid.vertices)} vertices, depth {depths.min():.2f}–{depths.max():.2f} m, "
@@ -141,6 +189,12 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
         name="Displace by Depth", description="Shape the cutout by estimated depth instead of keeping it flat"
     )
     normal_map: bpy.props.BoolProperty(name="Normal Map", description="Add a normal map to the material", default=True)
+    fill_behind: bpy.props.BoolProperty(
+        name="Fill Behind",
+        description="Give this image's depth plane a clean plate (the cut-out region inpainted) and continue its "
+        "surface behind the cutout, so no ghost of the object stays on the background",
+        default=True,
+    )
     subdivisions: subdivision_property(6)
 
     def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
@@ -155,16 +209,19 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
         if self.normal_map:
             normal_mode = NormalMode.OBJECT if self.displace else NormalMode.TANGENT
         self._normal_mode = normal_mode
+        self._fill = self.fill_behind and bool(depth_planes_of(image))
         prefs = preferences.get_preferences()
         return {
             **self.input_parameters(image),
             **geometry_parameters(),
             "selection": selection,
             "refine": self.refine,
-            "generate_depth": self.displace,
+            "generate_depth": self.displace or self._fill,  # the background depth comes with the geometry
             "normal_mode": normal_mode.value,
             "geometry_model": preferences.job_model(prefs, Family.GEOMETRY),
             "background_model": preferences.job_model(prefs, Family.BACKGROUND),
+            "fill_behind": self._fill,
+            "inpaint_model": preferences.job_model(prefs, Family.INPAINT),
         }
 
     def land(self, context: bpy.types.Context, result: JobResult) -> str:
@@ -172,14 +229,14 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
         alpha = read_data_file(result.file("selection_alpha"))[..., 0]
         name = f"{source.name} Cutout"
         if self.displace and "depth" in (result.value or {}):
-            grid, matrix = self.displaced_grid(context, result, alpha)
+            points, weight = read_depth(result)
+            grid, matrix = displaced_cutout(self, points, weight, alpha, self.subdivisions, placement(context))
         else:
             grid, matrix = flat_grid(alpha, self.subdivisions, CUTOUT_SIZE), placement(context)
         if len(grid.faces) == 0:
             raise InputError("The selection is empty after cutting out; draw a larger region.")
-        cutout = bpy.data.images.load(str(result.file("cutout")), check_existing=False)
-        cutout.name = name
-        cutout.pack()
+        behind = self.background_grids(result, source) if self._fill else []
+        cutout = load_packed_image(result.file("cutout"), name)
         normal = None
         if self._normal_mode is not NormalMode.NONE and "normal" in (result.value or {}):
             camera_space = self._normal_mode is NormalMode.OBJECT
@@ -187,20 +244,34 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
         space = "OBJECT" if self._normal_mode is NormalMode.OBJECT else "TANGENT"
         obj = grid_mesh_object(context, name, grid, matrix, smooth=self.displace)
         obj.data.materials.append(photo_material(name, cutout, normal=normal, normal_space=space))
+        note = self.fill_planes(result, source, behind) if self._fill else self.no_fill_note(source)
         select_only(context, obj)
-        return f"Cutout '{obj.name}': {len(grid.vertices)} vertices{torn_note(grid)}"
+        return f"Cutout '{obj.name}': {len(grid.vertices)} vertices{torn_note(grid)}{note}"
 
-    def displaced_grid(
-        self, context: bpy.types.Context, result: JobResult, alpha: np.ndarray
-    ) -> tuple[GridMesh, Matrix]:
-        """Depth-shaped mesh centred on its own origin, placed at the cursor facing like a depth plane."""
-        points, weight = read_depth(result)
-        grid = self.depth_mesh(points, weight * resample_nearest(alpha, weight.shape), self.subdivisions)
-        if len(grid.vertices) == 0:
-            return grid, placement(context)
-        centre = grid.vertices.mean(axis=0)
-        centred = replace(grid, vertices=grid.vertices - centre)
-        return centred, placement(context) @ Matrix.Translation(Vector(centre.tolist()))
+    def background_grids(self, result: JobResult, source: bpy.types.Image) -> list[tuple[bpy.types.Object, GridMesh]]:
+        """Each depth plane of `source` with its mesh rebuilt from the filled depth (read before anything changes)."""
+        if "background_depth" not in (result.value or {}):
+            return []
+        points, weight = read_depth(result, "background_depth")
+        planes = depth_planes_of(source)
+        return [(plane, self.depth_mesh(points, weight, int(plane.get(SUBDIVISIONS, 7)))) for plane in planes]
+
+    def fill_planes(
+        self, result: JobResult, source: bpy.types.Image, behind: list[tuple[bpy.types.Object, GridMesh]]
+    ) -> str:
+        plate = load_packed_image(result.file("background"), f"{source.name} Clean Plate")
+        planes = depth_planes_of(source)
+        for plane in planes:
+            show_clean_plate(plane, source, plate)
+        for plane, grid in behind:
+            if len(grid.faces):
+                rebuild_mesh(plane, grid)
+        return f"; clean plate and filled depth on {', '.join(repr(plane.name) for plane in planes)}"
+
+    def no_fill_note(self, source: bpy.types.Image) -> str:
+        if not self.fill_behind:
+            return ""
+        return f"; nothing to fill behind: no depth plane of '{source.name}' (Convert to Depth Plane first)"
 
 
 def resample_nearest(values: np.ndarray, shape: tuple[int, int]) -> np.ndarray:

@@ -19,6 +19,7 @@ class IMAGEFORGE_MT_tools(bpy.types.Menu):
         layout.operator("imageforge.refine_selection", icon="SELECT_SET")
         layout.operator("imageforge.cutout", icon="MOD_MASK")
         layout.operator("imageforge.depth_plane", icon="MOD_DISPLACE")
+        layout.operator("imageforge.parallax_shot", icon="VIEW_CAMERA")
 
 
 def draw_submenu(self, _context: bpy.types.Context) -> None:

@@ -56,6 +56,7 @@ class ToolsPanel:
             ("Refine Selection", "REFINE", False),
             ("Cutout", "CUTOUT", False),
             ("Cutout with Depth", "CUTOUT", True),
+            ("Parallax Shot", "PARALLAX", False),
         ):
             row = layout.row(align=True)
             row.label(text=title)

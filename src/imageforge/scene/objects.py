@@ -27,6 +27,14 @@ def grid_mesh_object(
     context: bpy.types.Context, name: str, grid: GridMesh, matrix: Matrix, *, smooth: bool = True
 ) -> bpy.types.Object:
     """A mesh object from a GridMesh (quads with a UV map), linked into the active collection."""
+    obj = bpy.data.objects.new(name, grid_mesh(name, grid, smooth=smooth))
+    obj.matrix_world = matrix
+    context.collection.objects.link(obj)
+    return obj
+
+
+def grid_mesh(name: str, grid: GridMesh, *, smooth: bool = True) -> bpy.types.Mesh:
+    """Mesh data from a GridMesh: quads with a UV map."""
     if len(grid.faces) == 0:
         raise ValueError("No valid pixels: nothing to build a mesh from")
     mesh = bpy.data.meshes.new(name)
@@ -42,10 +50,7 @@ def grid_mesh_object(
     mesh.validate(clean_customdata=False)
     if smooth:
         mesh.shade_smooth()
-    obj = bpy.data.objects.new(name, mesh)
-    obj.matrix_world = matrix
-    context.collection.objects.link(obj)
-    return obj
+    return mesh
 
 
 def camera_object(

@@ -1,0 +1,133 @@
+"""Parallax Shot: one photo and a selection become a background plane, a cutout in front of it, and a camera move.
+
+One Cutout job does all of it (refine, depth, fill behind): the background plane is built from the clean plate
+and the depth continued behind the object, the cutout from its own depth, both in the photo camera's space, so
+through that camera the shot looks like the photo and any move shows what is behind the object. The camera gets
+a short dolly towards the subject (and a little sideways, which is what shows parallax), becomes the scene
+camera, and the whole result is one undo step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import bpy
+from blendjob import JobResult
+from mathutils import Matrix
+
+from .. import preferences
+from ..contract import InputError, JobId
+from ..contract.catalog import Family
+from ..contract.jobs import NormalMode
+from ..scene.animation import keyframe_matrices
+from ..scene.intrinsics import read_metadata
+from ..scene.materials import normal_image, photo_material
+from ..scene.objects import grid_mesh_object, placement, select_only
+from ..scene.pixels import read_data_file
+from .base import ImageForgeJobOperator
+from .geometry_jobs import (
+    DepthTearing,
+    displaced_cutout,
+    geometry_parameters,
+    land_depth_plane,
+    load_packed_image,
+    read_depth,
+    subdivision_property,
+    torn_note,
+)
+from .image_jobs import ImageTool, parse_selection, selection_property, start_drawing
+
+SIDEWAYS = 0.3  # the sideways part of the move, as a fraction of the forward part
+
+
+def dolly_matrices(start: Matrix, distance: float, forward: float) -> tuple[Matrix, Matrix]:
+    """The camera's first and last world matrix: `forward` × `distance` along its view axis (local −Z) and a
+    third of that to its right, keeping its orientation."""
+    step = forward * distance
+    return start, start @ Matrix.Translation((SIDEWAYS * step, 0.0, -step))
+
+
+class IMAGEFORGE_OT_parallax_shot(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.types.Operator):
+    """Turn the photo into a camera move: a background plane with the object inpainted away, the selected object
+    as a cutout in front of it, and a short dolly"""
+
+    bl_idname = "imageforge.parallax_shot"
+    bl_label = "Parallax Shot"
+    job_id = JobId.GENERATE_CUTOUT_ARTIFACTS
+
+    selection: selection_property()
+    refine: bpy.props.BoolProperty(
+        name="Refine Edges", description="Refine the selection's edges with the background model", default=True
+    )
+    subdivisions: subdivision_property(7)
+    dolly: bpy.props.FloatProperty(
+        name="Dolly",
+        description="How far the camera moves towards the subject, as a fraction of its distance",
+        default=0.15,
+        min=0.0,
+        max=0.9,
+        subtype="FACTOR",
+    )
+    frames: bpy.props.IntProperty(name="Frames", description="Length of the camera move", default=48, min=2)
+
+    def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
+        if not self.selection:
+            return start_drawing(self, "PARALLAX")
+        return self.execute(context)
+
+    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
+        image = self.target_image(context)
+        if not self.selection:
+            raise InputError("Draw a selection around the subject first (Parallax Shot in the Tools panel).")
+        prefs = preferences.get_preferences()
+        return {
+            **self.input_parameters(image),
+            **geometry_parameters(),
+            "selection": parse_selection(self.selection, image),
+            "refine": self.refine,
+            "generate_depth": True,
+            "normal_mode": NormalMode.OBJECT.value,
+            "fill_behind": True,
+            "geometry_model": preferences.job_model(prefs, Family.GEOMETRY),
+            "background_model": preferences.job_model(prefs, Family.BACKGROUND),
+            "inpaint_model": preferences.job_model(prefs, Family.INPAINT),
+        }
+
+    def land(self, context: bpy.types.Context, result: JobResult) -> str:
+        source = self.landed_image()
+        # Read and check every result before creating anything, so a bad file leaves the scene as it was.
+        intrinsics = read_metadata(result.file("background_depth_metadata")).scaled(*source.size)
+        subject = read_metadata(result.file("depth_metadata"))
+        background_points, background_weight = read_depth(result, "background_depth")
+        points, weight = read_depth(result)
+        alpha = read_data_file(result.file("selection_alpha"))[..., 0]
+        matrix = placement(context)
+        background = self.depth_mesh(background_points, background_weight, self.subdivisions)
+        cutout_grid, cutout_matrix = displaced_cutout(self, points, weight, alpha, self.subdivisions, matrix)
+        if len(background.faces) == 0 or len(cutout_grid.faces) == 0:
+            raise InputError("The depth map has no valid pixels here; try another image or a larger selection.")
+        name = source.name
+        plate = load_packed_image(result.file("background"), f"{name} Clean Plate")
+        cutout_image = load_packed_image(result.file("cutout"), f"{name} Cutout")
+        normal = normal_image(result.file("normal"), f"{name} Cutout Normal", camera_space=True)
+        plane, camera = land_depth_plane(
+            context, f"{name} Background", source, plate, background, intrinsics, self.subdivisions,
+            focus=subject.reference_depth,
+        )  # fmt: skip
+        cutout = grid_mesh_object(context, f"{name} Cutout", cutout_grid, cutout_matrix)
+        cutout.data.materials.append(photo_material(f"{name} Cutout", cutout_image, normal=normal))
+        scene = context.scene
+        first = scene.frame_start
+        last = first + self.frames - 1
+        keyframe_matrices(camera, [first, last], dolly_matrices(matrix, subject.reference_depth, self.dolly))
+        scene.frame_end = max(scene.frame_end, last)
+        scene.camera = camera  # the shot is what was asked for: look through it
+        select_only(context, cutout, plane, camera)
+        torn = torn_note(background) + torn_note(cutout_grid)
+        return (
+            f"Parallax Shot: background {len(background.vertices)} and cutout {len(cutout_grid.vertices)} vertices, "
+            f"dolly {self.dolly * subject.reference_depth:.2f} m over frames {first}–{last}{torn}"
+        )
+
+
+CLASSES = (IMAGEFORGE_OT_parallax_shot,)
