@@ -16,7 +16,8 @@ the add-on (which stops the server) the driver leaves with os._exit.
 Deprecation warnings raised while it runs go into the report, so that an API a Blender release deprecates
 fails the test under that release.
 
-Spec keys: zip, storage_root, output, images {name: path}, selections {tool: selection}.
+Spec keys: zip, storage_root, output, images {name: path}, selections {tool: selection}, step_model (the
+geometry model with a depth jump, for the depth plane that tears and the Parallax Shot).
 """
 
 from __future__ import annotations
@@ -103,10 +104,12 @@ class Driver:
             in_camera.append(tuple(to_camera @ vertex.co))
             view = world_to_camera_view(scene, camera, obj.matrix_world @ vertex.co)
             seen.append((view.x * width, (1.0 - view.y) * height, view.z))
+        faces = np.array([polygon.vertices[:] for polygon in mesh.polygons], dtype=np.int64).reshape(-1, 4)
         return {
             "name": obj.name,
             "vertices": len(mesh.vertices),
             "faces": len(mesh.polygons),
+            "face_vertices": self.save_array(f"{name}-faces", faces),
             "uv_layers": [layer.name for layer in mesh.uv_layers],
             "in_camera": self.save_array(f"{name}-in-camera", np.array(in_camera)),
             "seen": self.save_array(f"{name}-seen", np.array(seen)),
@@ -208,6 +211,7 @@ class Driver:
         bpy.context.collection.objects.link(self.empty)
         self.upscale_plane = image_object(images["Upscale"], "Upscale Plane")
         self.photo_plane = image_object(images["Photo"], "Photo Plane")
+        self.step_plane = image_object(images["Step"], "Step Plane")
         bpy.context.scene.cursor.location = (1.0, -2.0, 0.5)
         bpy.ops.ed.undo_push(message="Scene ready")
 
@@ -264,6 +268,38 @@ class Driver:
             mesh=self.mesh(bpy.data.objects["Photo Cutout"], "cutout", camera),  # seen through the photo's camera
             image=self.image(bpy.data.images["Photo Cutout"], "cutout"),
             normal=self.image(bpy.data.images["Photo Cutout Normal"], "cutout-normal"),
+            # Fill Behind (on by default): the depth plane of the photo now shows the clean plate on the filled depth.
+            plane_after=self.mesh(plane, "depth-plane-filled", camera),
+            plate=self.image(bpy.data.images["Photo Clean Plate"], "clean-plate"),
+        )
+        self.parallax(jobs)
+
+    def parallax(self, jobs: dict[str, Any]) -> None:
+        """A synthetic depth jump (the kit's plane with a card in front): the depth plane tears along it, and a
+        Parallax Shot of the card fills the background behind it and moves the camera."""
+        ops = bpy.ops.imageforge
+        preferences = bpy.context.preferences.addons[MODULE].preferences
+        preferences.model_geometry = self.spec["step_model"]
+        self.activate(self.step_plane)
+        jobs["step_depth_plane"] = self.drive(ops.depth_plane, subdivisions=5)
+        step_camera = bpy.data.objects["Step Camera"]
+        jobs["step_depth_plane"]["mesh"] = self.mesh(bpy.data.objects["Step Depth Plane"], "step-plane", step_camera)
+        selection = json.dumps(self.spec["selections"]["parallax"])
+        jobs["parallax_shot"] = self.drive(
+            ops.parallax_shot, image_name="Step", selection=selection, refine=False, subdivisions=5
+        )
+        scene = bpy.context.scene
+        camera = scene.camera
+        path = []
+        for frame in (scene.frame_start, scene.frame_start + 47):
+            scene.frame_set(frame)
+            path.append(list(camera.matrix_world.translation))
+        scene.frame_set(scene.frame_start)
+        jobs["parallax_shot"].update(
+            camera={"name": camera.name, "path": path, "frame_end": scene.frame_end},
+            background=self.mesh(bpy.data.objects["Step Background"], "parallax-background", camera),
+            cutout=self.mesh(bpy.data.objects["Step Cutout"], "parallax-cutout", camera),
+            plate=self.image(bpy.data.images["Step Clean Plate"], "parallax-plate"),
         )
 
     def undo(self) -> None:

@@ -4,8 +4,9 @@ One run per Blender release in the test matrix (pyproject.toml's `blender-*` gro
 5.3, each in its own bpy environment): the zip that `cli/build.py` builds is installed with
 `package_install_files`, its Storage Root preference points at a root with a ready server environment
 (tests/kit/server_env.py), and blender_driver.py drives Download Model, Remove Background, Upscale Image,
-Refine Selection, Convert to Depth Plane and Cutout against kit models that the server downloads from the
-loopback hub. Each test here checks one tool's result in the scene against the kit model's known function
+Refine Selection, Convert to Depth Plane, Cutout (with Fill Behind) and, on a kit scene with a depth jump,
+Convert to Depth Plane and Parallax Shot against kit models that the server downloads from the loopback hub.
+Each test here checks one tool's result in the scene against the kit model's known function
 (tests/kit/onnx_models.py): pixels, vertices seen through the camera, the camera, materials, undo, and that
 nothing on the way used an API that Blender release deprecates.
 
@@ -29,10 +30,10 @@ import pytest
 from PIL import Image as PILImage
 
 from imageforge.cli.blender_environments import blender_environments
-from tests.kit.catalog import KitCatalog, publish_kit_catalog
+from tests.kit.catalog import KIT_STEP, KitCatalog, publish_kit_catalog
 from tests.kit.extension import build_extension
 from tests.kit.hub import LoopbackHub
-from tests.kit.onnx_models import BEN2_LUMA, MOGE2_DEFAULTS, moge2_reference, upscaler_reference
+from tests.kit.onnx_models import BEN2_LUMA, LAMA_FILL, MOGE2_DEFAULTS, moge2_reference, upscaler_reference
 from tests.kit.server_env import install_server_environment
 
 pytestmark = pytest.mark.slow
@@ -44,7 +45,17 @@ PHOTO = (64, 48)  # the geometry tools' input, landscape
 REFINE_BOX = [8, 8, 40, 40]
 CUTOUT_BOX = [16, 8, 48, 40]
 CURSOR = (1.0, -2.0, 0.5)
-UNDO_STEPS = ["Remove Background", "Upscale Image", "Refine Selection", "Convert to Depth Plane", "Cutout"]
+STEP_BOX = [16, 12, 48, 36]  # KIT_STEP's card in PHOTO pixels: Parallax Shot's selection
+PLATE_REACH = 3  # the clean plate fills the matte grown by 3 px at full weight, then fades over 3 px more
+UNDO_STEPS = [
+    "Remove Background",
+    "Upscale Image",
+    "Refine Selection",
+    "Convert to Depth Plane",
+    "Cutout",
+    "Convert to Depth Plane",
+    "Parallax Shot",
+]
 
 
 @dataclass(frozen=True)
@@ -99,8 +110,10 @@ def run(request, tmp_path_factory, extension_zip, inputs) -> Run:
                 "Upscale": str(inputs["square_path"]),
                 "Refine": str(inputs["square_path"]),
                 "Photo": str(inputs["photo_path"]),
+                "Step": str(inputs["photo_path"]),
             },
-            "selections": {"refine": {"box": REFINE_BOX}, "cutout": {"box": CUTOUT_BOX}},
+            "selections": {"refine": {"box": REFINE_BOX}, "cutout": {"box": CUTOUT_BOX}, "parallax": {"box": STEP_BOX}},
+            "step_model": "KIT_MOGE2_STEP",
         }
         (root / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         environment = {
@@ -260,7 +273,10 @@ def test_cutout_is_displaced_by_depth_where_it_was_cut_from_the_photo(run, input
     width, height = x1 - x0, y1 - y0
     columns, rows = x0 + sample_indices(width, 31), y0 + sample_indices(height, 31)  # 2^6 capped at 31 segments
     mesh = job["mesh"]
-    assert job["message"] == f"Cutout 'Photo Cutout': {32 * 32} vertices"
+    assert (
+        job["message"]
+        == f"Cutout 'Photo Cutout': {32 * 32} vertices; clean plate and filled depth on 'Photo Depth Plane'"
+    )
     assert (mesh["vertices"], mesh["faces"]) == (32 * 32, 31 * 31)
     reference = moge2_reference(1, PHOTO[1], PHOTO[0])
     expected = reference["metric_points"][0][np.ix_(rows, columns)] * (1, -1, -1)
@@ -287,13 +303,90 @@ def test_the_extension_uses_no_api_this_blender_deprecates(run):
     assert run.report["deprecations"] == [], f"under Blender {run.report['blender']}"
 
 
+def changed_region(plate: np.ndarray, photo: np.ndarray) -> tuple[int, int, int, int]:
+    """x0, y0, x1, y1 of the pixels whose colour the clean plate changed."""
+    rows, columns = np.nonzero(np.abs(np.round(plate[..., :3] * 255) - photo).max(axis=-1) > 0)
+    return int(columns.min()), int(rows.min()), int(columns.max()) + 1, int(rows.max()) + 1
+
+
+def grown(box: list[int], by: int) -> tuple[int, int, int, int]:
+    x0, y0, x1, y1 = box
+    return max(0, x0 - by), max(0, y0 - by), min(PHOTO[0], x1 + by), min(PHOTO[1], y1 + by)
+
+
+def assert_filled_under(plate: np.ndarray, photo: np.ndarray, box: list[int]) -> None:
+    """The clean plate changed the photo only around `box`: the kit LaMa's colour at full weight, faded after."""
+    x0, y0, x1, y1 = changed_region(plate, photo)
+    gx0, gy0, gx1, gy1 = grown(box, 2 * PLATE_REACH)
+    assert gx0 <= x0 and gy0 <= y0 and x1 <= gx1 and y1 <= gy1  # nothing changed farther out
+    fx0, fy0, fx1, fy1 = grown(box, PLATE_REACH)
+    full = np.round(plate[fy0:fy1, fx0:fx1, :3] * 255)
+    assert np.abs(full - np.round(np.array(LAMA_FILL) * 255)).max() <= 1  # the model's fill under the object
+
+
+def face_depth_ratios(run: Run, mesh: dict) -> np.ndarray:
+    """Per face, the far/near ratio of its corners' depths in the camera."""
+    depth = -run.array(mesh["in_camera"])[:, 2]
+    corners = depth[run.array(mesh["face_vertices"])]
+    return corners.max(axis=1) / corners.min(axis=1)
+
+
+def test_cutout_fills_behind_the_depth_plane_only_under_the_cutout(run, inputs):
+    cutout = run.job("cutout")
+    assert_filled_under(run.array(cutout["plate"]["pixels"]), inputs["photo"], CUTOUT_BOX)
+    assert cutout["plate"]["packed"]
+    after = cutout["plane_after"]
+    [material] = after["materials"]
+    assert material["images"] == ["Photo Clean Plate", "Photo Normal"]  # the photo replaced by its clean plate
+    # The kit scene is one plane: the depth filled behind the cutout continues it, so the rebuilt plane is the
+    # same surface as before (every vertex, no dip where the object was).
+    before = run.job("depth_plane")["mesh"]
+    assert (after["vertices"], after["faces"]) == (before["vertices"], before["faces"])
+    np.testing.assert_allclose(run.array(after["in_camera"]), run.array(before["in_camera"]), rtol=2e-3, atol=2e-3)
+
+
+def test_a_depth_plane_tears_at_a_synthetic_depth_jump(run):
+    job = run.job("step_depth_plane")
+    ratios = face_depth_ratios(run, job["mesh"])
+    assert job["mesh"]["faces"] == len(ratios) < 32 * 24  # the faces across the jump are gone …
+    assert ratios.max() < 1.2  # … so no face stretches from the card to the plane behind it
+    depth = -run.array(job["mesh"]["in_camera"])[:, 2]
+    corners = depth[run.array(job["mesh"]["face_vertices"])].mean(axis=1)
+    plane = moge2_reference(1, PHOTO[1], PHOTO[0])["depth"][0]
+    card = corners < plane.min() * 0.75  # the card is at half the plane's distance
+    assert card.sum() > 100 and (~card).sum() > 300  # faces on both sides kept
+    assert f"{32 * 24 - len(ratios)} faces torn at depth jumps" in job["message"]
+
+
+def test_parallax_shot_puts_the_card_in_front_of_a_filled_background_and_moves_the_camera(run, inputs):
+    job = run.job("parallax_shot")
+    assert job["message"].startswith("Parallax Shot: background ")
+    plane = moge2_reference(1, PHOTO[1], PHOTO[0])["depth"][0]
+    background = -run.array(job["background"]["in_camera"])[:, 2]
+    assert background.min() > plane.min() * 0.99  # nothing left at the card's depth: the plane continues behind it
+    assert face_depth_ratios(run, job["background"]).max() < 1.05  # and no hole, no stretched faces
+    assert job["background"]["faces"] == 32 * 24
+    cutout = -run.array(job["cutout"]["in_camera"])[:, 2]
+    card = moge2_reference(1, PHOTO[1], PHOTO[0], step=KIT_STEP)["depth"][0]
+    x0, y0, x1, y1 = STEP_BOX
+    assert cutout.min() >= card[y0:y1, x0:x1].min() - 1e-3 and cutout.max() <= card[y0:y1, x0:x1].max() + 1e-3
+    assert_filled_under(run.array(job["plate"]["pixels"]), inputs["photo"], STEP_BOX)
+    [material] = job["background"]["materials"]
+    assert material["images"] == ["Step Clean Plate"]
+    start, end = (np.array(point) for point in job["camera"]["path"])
+    distance = np.linalg.norm(end - start)
+    subject = float(np.median(card[y0:y1, x0:x1]))
+    assert distance == pytest.approx(0.15 * subject * math.hypot(1.0, 0.3), rel=1e-3)  # the dolly, with a sidestep
+    assert job["camera"]["frame_end"] >= 48
+
+
 # -- history and shutdown -----------------------------------------------------------------------------------------
 
 
 def test_each_result_is_one_named_undo_step(run):
     undo = run.report["undo"]
     assert undo["steps"][-len(UNDO_STEPS) :] == UNDO_STEPS  # Download Model changes no Blender data: no step
-    assert "Photo Cutout" not in undo["after_one_undo"] and "Photo Depth Plane" in undo["after_one_undo"]
+    assert "Step Background" not in undo["after_one_undo"] and "Step Depth Plane" in undo["after_one_undo"]
 
 
 def test_disabling_the_add_on_stops_its_server(run):

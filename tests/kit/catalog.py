@@ -6,8 +6,9 @@
 
 Keys: KIT_BEN2 (background, 64² input, fp16 output, luma matte), KIT_UPSCALE (upscale, box blur radius 2
 then 4× nearest), KIT_MOGE2 (geometry, the known tilted plane), KIT_DA3 (multiview with cameras, S=28),
-KIT_LAMA (inpaint, fills the hole with the constant LAMA_FILL colour).
-Each is its family's default, so jobs without `model` use them.
+KIT_LAMA (inpaint, fills the hole with the constant LAMA_FILL colour), and KIT_MOGE2_STEP (geometry, not a default:
+the kit plane with a card at half its distance over the middle of the image, KIT_STEP).
+The others are their family's default, so jobs without `model` use them.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from pathlib import Path
 from .hub import LoopbackHub
 from .onnx_models import build_ben2, build_da3, build_lama, build_moge2, build_upscaler
 
+KIT_STEP = (0.25, 0.25, 0.75, 0.75, 0.5)  # KIT_MOGE2_STEP: the middle quarter of the image half as far away
 KIT_MODELS = {
     "KIT_BEN2": ("background", "ben2", lambda path: build_ben2(path, size=64), {"normalization": "none"}),
     "KIT_UPSCALE": ("upscale", "upscale", lambda path: build_upscaler(path, receptive_radius=2), {}),
     "KIT_MOGE2": ("geometry", "moge2", lambda path: build_moge2(path), {}),
     "KIT_DA3": ("multiview", "da3", lambda path: build_da3(path, size=28), {"attention_heads": 6}),
     "KIT_LAMA": ("inpaint", "lama", build_lama, {}),
+    "KIT_MOGE2_STEP": ("geometry", "moge2", lambda path: build_moge2(path, step=KIT_STEP), {"default": False}),
 }
 
 

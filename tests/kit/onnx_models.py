@@ -295,6 +295,7 @@ def build_moge2(
     plane: tuple[float, float] = (2.0, -0.4),
     metric_scale: float = 2.5,
     mask_border: int = 0,
+    step: tuple[float, float, float, float, float] | None = None,
 ) -> Path:
     """MoGe-2-shaped geometry model that renders one known plane, for any batch, H and W.
 
@@ -332,6 +333,11 @@ def build_moge2(
     * metric points ``= (X, Y, Z) * metric_scale``; projecting them with the intrinsics gives back the
       pixel centres: ``fx * X / Z + 0.5 == (i + 0.5) / W``, ``fy * Y / Z + 0.5 == (j + 0.5) / H``.
 
+    ``step = (left, top, right, bottom, factor)`` adds a depth discontinuity: the pixels whose centres lie in
+    that box, given as fractions of the width and height, are ``factor`` times as far along their rays (a
+    card in front of the plane for factor < 1). Points stay on their pixel rays, so focal and shift are
+    recovered exactly as before; normals are the plane's everywhere.
+
     See :func:`moge2_reference` and :func:`moge2_intrinsics`.
     """
     d0, tilt = (float(plane[0]), float(plane[1]))
@@ -366,9 +372,28 @@ def build_moge2(
     ry_col = g.op("Reshape", [ry, g.const([-1, 1], np.int64)])  # [H,1]
     rx_row = g.op("Reshape", [rx, g.const([1, -1], np.int64)])  # [1,W]
     z_col = g.op("Div", [g.const(d0), g.op("Sub", [one, g.op("Mul", [g.const(tilt), ry_col])])])  # [H,1]
-    px = g.op("Mul", [z_col, rx_row])  # [H,W]
-    py = g.op("Expand", [g.op("Mul", [z_col, ry_col]), hw])
-    pz = g.op("Expand", [g.op("Sub", [z_col, g.const(shift)]), hw])
+    z_hw = g.op("Expand", [z_col, hw])  # [H,W]
+    if step is not None:
+        left, top, right, bottom, factor = (float(value) for value in step)
+
+        def within(idx, n_f, low, high):  # pixel centres (idx + 0.5) / n in [low, high)
+            centre = g.op("Div", [g.op("Add", [idx, g.const(0.5)]), n_f])
+            inside = g.op(
+                "And", [g.op("GreaterOrEqual", [centre, g.const(low)]), g.op("Less", [centre, g.const(high)])]
+            )
+            return g.op("Cast", [inside], to=_F32)
+
+        card = g.op(
+            "Mul",
+            [
+                g.op("Reshape", [within(iy, h_f, top, bottom), g.const([-1, 1], np.int64)]),
+                g.op("Reshape", [within(ix, w_f, left, right), g.const([1, -1], np.int64)]),
+            ],
+        )  # [H,W]: 1 on the card
+        z_hw = g.op("Mul", [z_hw, g.op("Add", [one, g.op("Mul", [card, g.const(factor - 1.0)])])])
+    px = g.op("Mul", [z_hw, rx_row])  # [H,W]
+    py = g.op("Mul", [z_hw, ry_col])
+    pz = g.op("Sub", [z_hw, g.const(shift)])
     last = g.const([-1], np.int64)
     hw3 = g.op("Concat", [g.op("Unsqueeze", [c, last]) for c in (px, py, pz)], axis=-1)  # [H,W,3]
     bhw3_shape = g.op("Concat", [b1, hw, g.const([3], np.int64)], axis=0)
@@ -438,6 +463,7 @@ def moge2_reference(
     plane: tuple[float, float] = (2.0, -0.4),
     metric_scale: float = 2.5,
     mask_border: int = 0,
+    step: tuple[float, float, float, float, float] | None = None,
 ) -> dict:
     """float64 reference of :func:`build_moge2`'s outputs plus what a host should recover.
 
@@ -452,6 +478,11 @@ def moge2_reference(
     ry = ((np.arange(height) + 0.5) / height * 2 - 1) * span_y / focal
     ryg, rxg = np.meshgrid(ry, rx, indexing="ij")
     z = d0 / (1 - tilt * ryg)
+    if step is not None:
+        left, top, right, bottom, factor = step
+        across = ((np.arange(width) + 0.5) / width >= left) & ((np.arange(width) + 0.5) / width < right)
+        down = ((np.arange(height) + 0.5) / height >= top) & ((np.arange(height) + 0.5) / height < bottom)
+        z = np.where(down[:, None] & across[None, :], z * factor, z)
     pts = np.stack([z * rxg, z * ryg, z - shift], axis=-1)
     normal = np.broadcast_to(np.array([0.0, tilt, -1.0]) / math.sqrt(1 + tilt * tilt), pts.shape)
     mask = np.zeros((height, width))

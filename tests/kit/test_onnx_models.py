@@ -435,3 +435,16 @@ def test_lama_runs_only_on_multiples_of_32(tmp_path, height, width):
     path = build_lama(tmp_path / "lama.onnx")
     with pytest.raises(Exception, match="multiple of block_size"):
         run(path, {"input": np.zeros((1, 4, height, width), np.float32)})
+
+
+def test_moge2_step_puts_a_card_in_front_of_the_plane_on_the_same_rays(tmp_path):
+    step = (0.25, 0.25, 0.75, 0.5, 0.5)
+    path = build_moge2(tmp_path / "step.onnx", step=step)
+    image = np.zeros((1, 3, 24, 32), np.float32)
+    outputs = run(path, {"image": image, "num_tokens": np.array(1200, np.int64)})
+    ref = moge2_reference(1, 24, 32, step=step)
+    np.testing.assert_allclose(outputs["points"], ref["points"], rtol=1e-5, atol=1e-5)
+    plane = moge2_reference(1, 24, 32)
+    depth, flat = ref["depth"][0], plane["depth"][0]
+    np.testing.assert_allclose(depth[6:12, 8:24], flat[6:12, 8:24] * 0.5)  # the card: half as far
+    np.testing.assert_allclose(depth[12:], flat[12:])  # elsewhere the plane
