@@ -95,6 +95,12 @@ def loaded_models(snapshot: Mapping[str, Any] | None) -> list[LoadedModel]:
     return loaded
 
 
+def device_warnings(snapshot: Mapping[str, Any] | None) -> list[str]:
+    """Device fallbacks since the server started (`models.device_warnings`), each one sentence; [] if none."""
+    raw = resource(snapshot, "models").get("device_warnings")
+    return [str(item) for item in raw if item] if isinstance(raw, (list, tuple)) else []
+
+
 def uses_mirror(snapshot: Mapping[str, Any] | None) -> bool:
     """True when the server switched model downloads to the mirror (`downloads.source` is "mirror")."""
     return resource(snapshot, "downloads").get("source") == "mirror"

@@ -16,7 +16,9 @@ from ..client.setup import environment_ready, prepare_environment
 from ..contract import JOB_SPECS, InputError, job_spec
 from ..contract.catalog import load_catalog
 from ..contract.parameters import field_docs, path_parameters
+from ..contract.provenance import Provenance
 from .arguments import parse_assignments
+from .device_report import print_warnings, result_summary
 from .output_placement import OutputFolder
 from .progress import ProgressPrinter
 
@@ -50,10 +52,12 @@ def run(args: argparse.Namespace) -> int:
         inputs = [parameters[name] for name in path_parameters(spec.parameters) if parameters.get(name)]
         output = OutputFolder.checked(args.output, inputs=inputs, overwrite=args.overwrite)
     result = _run_on_server(_storage_root(args), spec.id.value, parameters)
+    provenance = Provenance.of_result(result)
+    print_warnings(provenance, _say)
     files = {name: result.file(name) for name in result.value}
     if output is not None:
         files = _copy_results(files, Path(result.directory).resolve(), output)
-    print(json.dumps({name: str(path) for name, path in files.items()}, indent=2))
+    print(json.dumps(result_summary(files, provenance), indent=2))
     return 0
 
 

@@ -12,6 +12,8 @@ The flow is BlendJob's (execute → submit → modal polling → response → cl
 - Blender signals a file it cannot write with RuntimeError; scene/ turns that into OSError with one sentence,
   so it reaches the user as a report like any other unwritable file.
 - poll() gives the reason a tool is unavailable as the button's tooltip (poll_message_set).
+- A job that ran on CPU instead of the device asked for ends with a WARNING report ("Ran on CPU: …"), read
+  from the job's provenance.json: the job's own warning message lasts only until its next progress step.
 
 The runtime is bound at registration (bind()), exactly as JobRuntime.operator_base() does: that class only
 sets `job_runtime`, and binding the shared base keeps the operator classes ordinary module-level classes.
@@ -30,6 +32,7 @@ from blendjob.operator import JobOperatorBase
 
 from .. import preferences
 from ..contract import ImageForgeError, job_spec
+from ..contract.provenance import Provenance
 from .availability import server_reason
 
 JOB_POLL_INTERVAL = 0.05  # a status request is a few ms; BlendJob's 0.25 s made every job wait
@@ -102,8 +105,16 @@ class ImageForgeJobOperator(JobOperatorBase):
             raise RuntimeError(str(error)) from error
         if self.pushes_undo:
             bpy.ops.ed.undo_push(message=self.bl_label)
-        self.report({"INFO"}, message)
+        self.report_outcome("INFO", message)
+        warning = fallback_report(Provenance.of_result(result))
+        if warning is not None:
+            self.report_outcome("WARNING", warning)  # the last report: what the status bar keeps showing
+            return f"{message} ({warning})"
         return message
+
+    def report_outcome(self, level: str, message: str) -> None:
+        """Report how the job ended. One Python-level method: Blender's `report` cannot be observed in tests."""
+        self.report({level}, message)
 
     def cleanup(self) -> None:
         temporary = getattr(self, "_temporary", None)
@@ -120,6 +131,11 @@ class ImageForgeJobOperator(JobOperatorBase):
             "device": preferences.job_device(prefs).value,
             "max_input_size": preferences.job_max_input_size(prefs),
         }
+
+
+def fallback_report(provenance: Provenance) -> str | None:
+    """The WARNING a job's device fallback ends with, or None when nothing fell back (every fallback is to CPU)."""
+    return f"Ran on CPU: {' '.join(provenance.warnings)}" if provenance.warnings else None
 
 
 def bind(runtime: JobRuntime | None) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import bpy
 
 from .. import runtime
@@ -25,6 +27,9 @@ def current_server_view() -> ServerView:
     return server_view(snapshot, installed=installed, local_progress=local)
 
 
+WARNING_WIDTH = 48  # characters per line: the sidebar's default width cuts longer labels off
+
+
 class ServerPanel:
     bl_label = "Server"
     bl_order = 0
@@ -33,6 +38,7 @@ class ServerPanel:
         view = current_server_view()
         layout = self.layout
         self.draw_status(layout, view)
+        self.draw_device_warnings(layout, view)
         self.draw_actions(layout, view)
         self.draw_progress(layout, view)
         self.draw_models(layout, view)
@@ -49,6 +55,15 @@ class ServerPanel:
             column = layout.column(align=True)
             column.alert = view.state is ServerState.ERROR
             column.label(text=view.message)
+
+    @staticmethod
+    def draw_device_warnings(layout: bpy.types.UILayout, view: ServerView) -> None:
+        """Why models run on CPU, until the server restarts (Restart tries the accelerator again)."""
+        for warning in view.device_warnings:
+            column = layout.column(align=True)
+            column.alert = True
+            for index, line in enumerate(textwrap.wrap(warning, WARNING_WIDTH)):
+                column.label(text=line, icon="ERROR" if index == 0 else "BLANK1")
 
     @staticmethod
     def draw_actions(layout: bpy.types.UILayout, view: ServerView) -> None:

@@ -15,6 +15,7 @@ from ..server_state import (
     LoadedModel,
     ServerState,
     active_job_progress,
+    device_warnings,
     loaded_models,
     server_message,
     server_state,
@@ -41,6 +42,7 @@ class ServerView:
     can_unload: bool = False
     mirror_note: bool = False
     extra: tuple[Action, ...] = field(default=())
+    device_warnings: tuple[str, ...] = ()  # CPU fallbacks of this server's run: shown until it restarts
 
 
 SET_UP = Action("imageforge.setup_server", "Set Up Server…", "IMPORT")
@@ -90,10 +92,20 @@ def server_view(
             local_progress,
         )
     models = tuple(loaded_models(snapshot))
+    fallbacks = tuple(device_warnings(snapshot))
     if state is ServerState.BUSY:
         progress = active_job_progress(snapshot) or local_progress
         return ServerView(
-            state, "Running (Busy)", "SEQUENCE_COLOR_03", "", (RESTART, STOP), progress, models, False, mirror
+            state,
+            "Running (Busy)",
+            "SEQUENCE_COLOR_03",
+            "",
+            (RESTART, STOP),
+            progress,
+            models,
+            False,
+            mirror,
+            device_warnings=fallbacks,
         )
     idle = local_progress is None
     return ServerView(
@@ -106,4 +118,5 @@ def server_view(
         models,
         can_unload=idle and bool(models),
         mirror_note=mirror,
+        device_warnings=fallbacks,
     )

@@ -1,8 +1,11 @@
-"""What really ran in a job: every model it loaded, the device asked for, and the provider that ran.
+"""What really ran in a job: every model it loaded, the device asked for, the provider that ran, and the device
+warnings it raised.
 
 Users complain most about silent CPU fallback, so the answer is part of every inference job's result
-(`provenance` → provenance.json), not only a line in the log. Adapters are recorded as jobs load them
-(models/base.py `load_adapter`); the handler writes the file once the job has succeeded.
+(`provenance` → provenance.json, contract/provenance.py), not only a line in the log or a progress message the
+next step replaces. Adapters are recorded as jobs load them (models/base.py `load_adapter`), warnings as the
+"models" resource raises them (inference/job_messages.py `job_warner`); the handler writes the file once the
+job has succeeded.
 """
 
 from __future__ import annotations
@@ -10,37 +13,54 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..contract.provenance import FILE, RESULT_KEY, ModelRun, Provenance
 from .media import write_json
 
-FILE = "provenance.json"
-_ATTRIBUTE = "_imageforge_adapters"  # kept on the job's BlendJob context for the job's lifetime
+_ADAPTERS = "_imageforge_adapters"  # kept on the job's BlendJob context for the job's lifetime
+_WARNINGS = "_imageforge_device_warnings"
 
 
 def record(context: Any, adapter: Any) -> None:
-    adapters = getattr(context, _ATTRIBUTE, None)
-    if adapters is None:
-        adapters = []
-        setattr(context, _ATTRIBUTE, adapters)
-    adapters.append(adapter)
+    _list(context, _ADAPTERS).append(adapter)
+
+
+def note_warning(context: Any, message: str) -> None:
+    """Keep a device warning for the job's provenance (once, however often the job hears it)."""
+    warnings = _list(context, _WARNINGS)
+    if message not in warnings:
+        warnings.append(message)
+
+
+def collect(context: Any) -> Provenance:
+    adapters = getattr(context, _ADAPTERS, None) or []
+    models = tuple(
+        ModelRun(
+            model=adapter.entry.key,
+            label=adapter.entry.label,
+            requested_device=adapter.handle.requested.value,
+            device=adapter.device.value,
+            provider=adapter.provider,
+            providers=tuple(adapter.handle.providers),
+            runs=adapter.runs,
+            model_seconds=adapter.model_seconds,
+        )
+        for adapter in adapters
+    )
+    return Provenance(models, tuple(getattr(context, _WARNINGS, None) or ()))
 
 
 def write(context: Any, directory: Path) -> dict[str, str]:
-    """Write provenance.json for the adapters the job loaded; {} when it loaded none (downloads, flat cutouts)."""
-    adapters = getattr(context, _ATTRIBUTE, None) or []
-    if not adapters:
+    """Write provenance.json for the models the job loaded; {} when it loaded none (downloads, flat cutouts)."""
+    provenance = collect(context)
+    if not provenance.models and not provenance.warnings:
         return {}
-    models = [
-        {
-            "model": adapter.entry.key,
-            "label": adapter.entry.label,
-            "requested_device": adapter.handle.requested.value,
-            "device": adapter.device.value,
-            "provider": adapter.provider,
-            "providers": list(adapter.handle.providers),
-            "runs": adapter.runs,
-            "model_seconds": round(adapter.model_seconds, 6),
-        }
-        for adapter in adapters
-    ]
-    write_json(directory / FILE, {"models": models})
-    return {"provenance": FILE}
+    write_json(directory / FILE, provenance.to_json())
+    return {RESULT_KEY: FILE}
+
+
+def _list(context: Any, name: str) -> list:
+    values = getattr(context, name, None)
+    if values is None:
+        values = []
+        setattr(context, name, values)
+    return values

@@ -1,13 +1,16 @@
-"""Turn inference warnings into what the user sees: the running job's progress message and its log.
+"""Turn inference warnings into what the user sees: the running job's progress message, its log, and its result.
 
-A device fallback must never be silent, and the job's progress message is the line Blender's status bar
-shows, so a warning replaces it (keeping the current fraction) until the job reports its next step.
+A device fallback must never be silent. The job's progress message is the line Blender's status bar shows,
+so a warning replaces it (keeping the current fraction) until the job reports its next step; that can be
+50 ms later, so the warning is also kept for the job's provenance.json, from which the CLI prints it on
+stderr and Blender ends the operator with a WARNING report.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .. import provenance
 from .runner import Warn
 
 
@@ -16,6 +19,7 @@ def job_warner(context: Any) -> Warn:
 
     def warn(message: str) -> None:
         context.log(message, level="WARNING")
+        provenance.note_warning(context, message)
         context.progress(current_fraction(context), message)
 
     return warn

@@ -88,6 +88,7 @@ class ModelManager:
         self._state_lock = threading.Lock()  # held briefly: what snapshot() reads
         self._loaded: dict[Family, tuple[tuple, LoadedSession]] = {}
         self._cpu_pins: dict[tuple, str] = {}  # models whose accelerator failed while running → why (_state_lock)
+        self._device_warnings: list[str] = []  # every device warning since this server started (_state_lock)
         self._closed = False
 
     def start_detection(self) -> None:
@@ -157,6 +158,7 @@ class ModelManager:
         for message in (choice.warning, self._cpu_pin(key) or loaded.current().fallback):
             if message:
                 log.warning("%s", message)
+                self._note_device_warning(message)
                 if warn is not None:
                     warn(message)
         return SessionHandle(entry.family, entry.key, Device(device), loaded, warn)
@@ -165,6 +167,7 @@ class ModelManager:
         with self._state_lock:  # a job thread adds sessions and CPU pins meanwhile: copy both under the lock
             current = [(family, key, session, session.created) for family, (key, session) in self._loaded.items()]
             cpu_only = sorted({key[0] for key in self._cpu_pins})
+            device_warnings = list(self._device_warnings)
         loaded = [
             {
                 "family": family.value,
@@ -193,6 +196,7 @@ class ModelManager:
             "detecting": not self._detected.is_set(),
             "threads": self.threads,
             "cpu_only": cpu_only,
+            "device_warnings": device_warnings,  # the Server panel shows them until the server restarts
         }
 
     def clear(self) -> None:
@@ -262,6 +266,12 @@ class ModelManager:
     def _pin_to_cpu(self, key: tuple, message: str) -> None:
         with self._state_lock:
             self._cpu_pins[key] = message
+        self._note_device_warning(message)
+
+    def _note_device_warning(self, message: str) -> None:
+        with self._state_lock:
+            if message not in self._device_warnings:
+                self._device_warnings.append(message)
 
     def _cpu_pin(self, key: tuple) -> str | None:
         with self._state_lock:
