@@ -7,14 +7,17 @@ from pathlib import Path
 
 import pytest
 
+from imageforge.contract.server_clients import LINGER_VARIABLE
 from tests.kit.hub import LoopbackHub
 from tests.kit.server_env import install_server_environment
 
 
 @pytest.fixture(autouse=True)
 def isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """BlendJob keeps storage lock files under $XDG_STATE_HOME: keep them per test session."""
+    """BlendJob keeps storage lock files under $XDG_STATE_HOME: keep them per test session. A server that no
+    test uses any more exits two seconds later (a user's lingers 20 s for the next call)."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.getbasetemp() / "state"))
+    monkeypatch.setenv(LINGER_VARIABLE, "2")
     for name in ("HF_ENDPOINT", "IMAGEFORGE_MODEL_MIRROR", "IMAGEFORGE_MODEL_CATALOG", "IMAGEFORGE_STORAGE_ROOT"):
         monkeypatch.delenv(name, raising=False)
 

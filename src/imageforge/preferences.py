@@ -18,6 +18,7 @@ from .client.environment import default_storage_root
 from .contract import Device
 from .contract.catalog import Family
 from .contract.jobs import MAX_INPUT_SIZE_DEFAULT
+from .contract.server_clients import DEFAULT_LINGER_SECONDS, linger_seconds
 from .server_state import offered_devices
 
 
@@ -39,6 +40,12 @@ def storage_root(path: Path | None = None) -> Path:
         preferences.storage_root = str(path)
     configured = getattr(preferences, "storage_root", "") if preferences else ""
     return Path(bpy.path.abspath(configured)).resolve() if configured.strip() else default_storage_root()
+
+
+def server_linger() -> float:
+    """Seconds a job server with no client and no job stays (the preference; contract.server_clients clamps)."""
+    preferences = get_preferences()
+    return linger_seconds(getattr(preferences, "server_linger", None) if preferences else None)
 
 
 # ---------------------------------------------------------------------------------------------- devices
@@ -178,6 +185,16 @@ class ImageForgePreferences(bpy.types.AddonPreferences):
         min=0,
         max=3650,
     )
+    server_linger: bpy.props.FloatProperty(
+        name="Keep Server Running",
+        description="Seconds the job server stays after no Blender and no imageforge command uses it, keeping "
+        "the loaded model warm for the next job (Blender instances and the CLI share one server per folder)",
+        default=DEFAULT_LINGER_SECONDS,
+        min=0.0,
+        soft_max=600.0,
+        step=500,
+        precision=0,
+    )
     job_files_max_size_gb: bpy.props.FloatProperty(
         name="Maximum Total Size",
         description="Clean Up Job Files then deletes the oldest job folders until the rest fit in this many GB",
@@ -219,6 +236,7 @@ class ImageForgePreferences(bpy.types.AddonPreferences):
         row.label(text="Job Files", icon="TRASH")
         row.prop(self, "job_files_max_age_days", text="Max Age (days)")
         row.prop(self, "job_files_max_size_gb", text="Max Size (GB)")
+        layout.prop(self, "server_linger", text="Keep Server Running (s)")
 
     def draw_inference(self, layout: bpy.types.UILayout) -> None:
         layout.prop(self, "device")

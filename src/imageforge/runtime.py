@@ -20,7 +20,7 @@ from blendjob.environment import uv_path
 
 from .client.environment import PACKAGE_ROOT
 from .client.runtime import make_runtime
-from .preferences import storage_root
+from .preferences import server_linger, storage_root
 
 BUNDLED_TOOLS = PACKAGE_ROOT / "tools"  # the platform build puts uv[.exe] here (cli/build.py)
 DOWNLOADS_MODULE = f"{__package__}.client.model_setup"
@@ -93,7 +93,7 @@ def _setup_controller_with_bundled_uv(runtime: JobRuntime):
 
 def register() -> None:
     global _runtime
-    _runtime = make_runtime(storage_root, post_setup=download_default_models_after_setup)
+    _runtime = make_runtime(storage_root, post_setup=download_default_models_after_setup, linger=server_linger)
     # BlendJob compares timer callbacks by identity, but each attribute access builds a new bound method:
     # pin them once so unregister() really removes the timers (else they leak and bpy 4.5 hangs at exit).
     _runtime._poll_server = _runtime._poll_server

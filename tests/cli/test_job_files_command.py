@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from pathlib import Path
@@ -39,7 +40,8 @@ def test_refuses_while_another_process_holds_the_storage_root(tmp_path, capsys):
         assert main(["--storage-root", str(tmp_path), "job-files"]) == 1
     finally:
         holder.release()
-    assert "clean up job files from its ImageForge panel" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "Cannot clean up job files: python" in error and f"(pid {os.getpid()}) is using {tmp_path}" in error
     assert old.exists()
 
 

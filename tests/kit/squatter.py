@@ -78,7 +78,12 @@ def serve(argv: list[str]) -> None:
 
         def do_POST(self) -> None:
             self.record()
-            self.answer(202, job(args.folder, "queued") if self.path == "/jobs" else {"state": "stopping"})
+            if self.path == "/jobs":
+                self.answer(202, job(args.folder, "queued"))
+            elif self.path == "/imageforge/clients":
+                self.answer(200, {"client_id": "c" * 32})
+            else:
+                self.answer(202, {"state": "stopping", "known": True})
 
         def do_DELETE(self) -> None:
             self.record()

@@ -7,12 +7,15 @@ import json
 import os
 import signal
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from ..client.environment import default_storage_root
 from ..client.retention import RetentionPolicy, delete_folders, plan_retention, scan_job_folders
 from ..client.runtime import JobCancelledError, make_runtime, run_job
 from ..client.setup import environment_ready, prepare_environment
+from ..client.storage_holder import acquire_or_explain
 from ..contract import JOB_SPECS, InputError, job_spec
 from ..contract.catalog import load_catalog
 from ..contract.parameters import field_docs, path_parameters
@@ -22,7 +25,17 @@ from .device_report import print_warnings, result_summary
 from .output_placement import OutputFolder
 from .progress import ProgressPrinter
 
-__all__ = ["JobCancelledError", "job_files", "jobs", "models_download", "models_list", "models_verify", "run", "setup"]
+__all__ = [
+    "JobCancelledError",
+    "TerminatedError",
+    "job_files",
+    "jobs",
+    "models_download",
+    "models_list",
+    "models_verify",
+    "run",
+    "setup",
+]
 
 
 def _storage_root(args: argparse.Namespace) -> Path:
@@ -77,25 +90,64 @@ def _copy_results(files: dict[str, Path], job_folder: Path, output: OutputFolder
 
 
 def _run_on_server(root: Path, job_type: str, parameters: dict):
+    """Run one job on the folder's shared server (attaching, or starting one), then leave it to linger.
+
+    Ctrl-C, SIGTERM and SIGHUP (what `timeout`, a closed terminal or a killed `uv run` send) cancel the job and
+    wait for the server to confirm; a second one abandons it. If this process's parent dies without a signal
+    reaching us (uv killed by SIGKILL), the same happens. Killed outright, this process's lease ends on the
+    server, which cancels the job within a second (server/clients.py).
+    """
     if not environment_ready(root):
         prepare_environment(root, report=_say)
     runtime = make_runtime(root)
     printer = ProgressPrinter()
-    interrupted = []
+    received: list[int] = []
 
-    def on_interrupt(_signum, _frame):
-        if interrupted:
+    def on_signal(signum, _frame):
+        if received:
             raise KeyboardInterrupt
-        interrupted.append(True)
-        _say("\nCancelling… (Ctrl-C again to abandon)")
+        received.append(signum)
+        _say(f"\nCancelling… ({signal.Signals(signum).name}; again to abandon)")
 
-    previous = signal.signal(signal.SIGINT, on_interrupt)
+    handled = [signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
+    previous = {number: signal.signal(number, on_signal) for number in handled}
+    orphan_watch = watch_parent(lambda: signal.raise_signal(signal.SIGTERM))
     try:
-        return run_job(runtime, job_type, parameters, on_progress=printer, cancel_requested=lambda: bool(interrupted))
+        return run_job(runtime, job_type, parameters, on_progress=printer, cancel_requested=lambda: bool(received))
+    except JobCancelledError:
+        if received and received[0] != signal.SIGINT:
+            raise TerminatedError(received[0]) from None
+        raise
     finally:
-        signal.signal(signal.SIGINT, previous)
+        orphan_watch.set()
+        for number, handler in previous.items():
+            signal.signal(number, handler)
         printer.finish()
-        runtime.server.stop()
+        runtime.server.detach()
+
+
+class TerminatedError(JobCancelledError):
+    """The job was cancelled because this process was told to end (SIGTERM, SIGHUP, or its parent died)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"cancelled the job: received {signal.Signals(signum).name}.")
+        self.signum = signum
+
+
+def watch_parent(on_orphaned: Callable[[], None], interval: float = 0.5) -> threading.Event:
+    """Call `on_orphaned` once if this process is re-parented (its parent died); set the event to stop."""
+    stop = threading.Event()
+    parent = os.getppid()
+
+    def watch() -> None:
+        while not stop.wait(interval):
+            if os.getppid() != parent:
+                on_orphaned()
+                return
+
+    if parent > 1:
+        threading.Thread(target=watch, name="ImageForgeParentWatch", daemon=True).start()
+    return stop
 
 
 def jobs(_args: argparse.Namespace) -> int:
@@ -143,27 +195,42 @@ def models_verify(args: argparse.Namespace) -> int:
 
 
 def job_files(args: argparse.Namespace) -> int:
-    """Apply the retention policy directly, holding the storage lock so no server starts meanwhile."""
+    """Apply the retention policy: through the folder's running server (it refuses while a job runs), or
+    directly while holding the storage lock, so that no server starts meanwhile."""
     from blendjob.storage import StorageLock
 
     from ..contract import ImageForgeError
 
     root = _storage_root(args)
     policy = RetentionPolicy(max_age_days=args.max_age_days, max_total_bytes=int(args.max_total_gb * 1024**3))
-    lock = StorageLock()
-    try:
-        lock.acquire(root)
-    except RuntimeError as error:
-        raise ImageForgeError(
-            f"Another process (Blender?) is using {root}; clean up job files from its ImageForge panel."
-        ) from error
-    try:
+
+    def plan_and_report():
         plan = plan_retention(scan_job_folders(root), policy, protected_paths=[Path(p) for p in args.protect])
         for folder in plan.delete:
             print(f"{'would delete' if args.dry_run else 'deleting'} {folder.job_id}  {folder.bytes / 1e6:.1f} MB")
-        deleted = [] if args.dry_run else delete_folders(plan, root)
-    finally:
-        lock.release()
+        return plan
+
+    runtime = make_runtime(root)
+    if runtime.server.attach_running() is not None:
+        try:
+            plan = plan_and_report()
+            cleared = {"jobs": []}
+            if not args.dry_run and plan.delete:
+                cleared = runtime.server.connection.client.clear_job_files([f.job_id for f in plan.delete])
+            deleted = list(cleared.get("jobs", []))
+        finally:
+            runtime.server.detach()
+    else:
+        lock = StorageLock()
+        try:
+            acquire_or_explain(lock, root, "clean up job files")
+        except RuntimeError as error:
+            raise ImageForgeError(str(error)) from error
+        try:
+            plan = plan_and_report()
+            deleted = [] if args.dry_run else delete_folders(plan, root)
+        finally:
+            lock.release()
     verb = "would free" if args.dry_run else "freed"
     print(
         f"{len(plan.delete) if args.dry_run else len(deleted)} folder(s), {verb} {plan.freed_bytes / 1e6:.1f} MB; "

@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("imageforge: cancelled", file=sys.stderr)
         return EXIT_CANCELLED
+    except commands.TerminatedError as error:
+        print(f"imageforge: {error}", file=sys.stderr)
+        return 128 + error.signum  # as if the signal had ended it: 143 for SIGTERM, 129 for SIGHUP
     except commands.JobCancelledError as error:
         print(f"imageforge: {error}", file=sys.stderr)
         return EXIT_CANCELLED

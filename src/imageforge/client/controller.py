@@ -1,4 +1,9 @@
-"""How ImageForge owns its job server process: BlendJob's ServerController, with three changes.
+"""How ImageForge reaches its job server: BlendJob's ServerController, with these changes.
+
+0. Shared: the server belongs to the storage root (openspec/0015). `start()` attaches to the running server of
+   the folder if there is one (after it proved itself), and starts one only otherwise, one starter at a time.
+   `detach()` (the CLI at its end, Blender on quit) leaves it running for others; it exits after its linger
+   time with no client and no job. `stop()` stops it for everyone.
 
 1. Authenticated: just before each start (BlendJob calls the command factory right before `Popen`) a fresh
    token is written to the 0600 credentials file the server reads at start-up, and the connection's client
@@ -20,6 +25,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -27,17 +33,23 @@ from typing import Any
 
 import blendjob
 from blendjob import JobRuntime
-from blendjob.controller import SERVER_DIRECTORY_LOCKS, RegisteredServerProcess, ServerConnection, ServerController
+from blendjob.controller import RegisteredServerProcess, ServerConnection, ServerController
 from blendjob.environment import environment_python
 from blendjob.runtime import windows_creation_flags
 from blendjob.server import TERMINAL_STATES
-from blendjob.storage import read_json, write_json
+from blendjob.storage import StorageLock, read_json, write_json
 
+from ..contract.server_clients import ClientKind, linger_seconds
 from ..contract.server_credentials import CredentialsError, ServerCredentials, read_credentials, write_credentials
 from . import retirement
-from .authenticated import AuthenticatedJobClient
+from .attachment import Attachment, this_process_kind
+from .authenticated import AuthenticatedJobClient, ServerIdentityError
+from .storage_holder import holder_description
 
 REQUEST_SECONDS = 0.5  # each of the cancel and shutdown requests a stop makes on the caller's thread
+STATUS_SECONDS = 1.0  # one job-status request; a server busy creating a session answers late (see status())
+STATUS_PATIENCE = 120.0  # how long a living server may leave status unanswered before the job is given up
+START_LOCK = ".server-start.lock"
 MAIN_THREAD_WAIT = 0.3  # how long a stop on the main thread waits for the exit before leaving it to a reaper
 
 JOB_ID = re.compile(r"[0-9a-f]{32}")  # BlendJob's job ids (uuid4().hex)
@@ -51,8 +63,19 @@ CommandFactory = Callable[[int, str, "int | None"], list[str]]
 class ImageForgeServerController(ServerController):
     """BlendJob's controller, authenticated, with a non-blocking stop and readable crash reports."""
 
-    def __init__(self, command_factory: CommandFactory, **options: Any) -> None:
+    def __init__(
+        self,
+        command_factory: CommandFactory,
+        *,
+        kind: ClientKind | None = None,
+        writer: bool = False,
+        **options: Any,
+    ) -> None:
         super().__init__(self._command_with_credentials, **options)
+        self.kind = kind or this_process_kind()
+        self.writer = writer  # setup/migration's own server: the caller holds the storage lock, not the server
+        self.attachment: Attachment | None = None
+        self.last_answer: dict[str, tuple[float, dict]] = {}  # job id -> (when, last status the server gave)
         self.base_command_factory = command_factory
         self.issued: ServerCredentials | None = None
         self.crash_message: str | None = None
@@ -67,23 +90,30 @@ class ImageForgeServerController(ServerController):
     # -- start, with credentials -------------------------------------------------------------------------------
 
     def start(self) -> ServerConnection | None:
-        """Start (or recover) the server; None while the previous server of this folder is still stopping."""
+        """Attach to the folder's running server, or start one; None while the previous one is still stopping."""
+        root = self.root()
         with retirement.MUTEX:
-            if retirement.is_retiring(self.root()):
+            if retirement.is_retiring(root):
                 self.snapshot = {"state": "STARTING", "message": "Waiting for the previous server to stop"}
                 return None
         self.crash_message = None
         if self.blocked is not None and self.blocked():
             self.auto_start = False
             raise RuntimeError("Server Location is being changed")
-        if self.process is None:
-            self._recover_connection()
-        if self.directory_lock is not None:
-            self.directory_lock.acquire(self.cwd_factory())
-        if self.process is not None and self.process.poll() is None:
+        if self.connection is not None and self.process is not None and self.process.poll() is None:
             return self.connection
         self._close_process()
-        return self._launch()
+        self.connection = None
+        root.mkdir(parents=True, exist_ok=True)
+        with start_lock(root):  # one starter per folder: two clients starting at once get one server
+            if self._recover_connection() is None:
+                if not self.writer and storage_locked(root):
+                    raise RuntimeError(
+                        f"Cannot start the job server: {holder_description(root)} is using {root}; wait for it "
+                        "to finish or stop it, then try again."
+                    )
+                self._launch()
+        return self.connection
 
     def _launch(self) -> ServerConnection:
         """BlendJob's start, except that the listening socket is the client's (POSIX): no port is ever free."""
@@ -108,8 +138,6 @@ class ImageForgeServerController(ServerController):
             except (OSError, RuntimeError):
                 self.log_file.close()
                 self.log_file = None
-                if self.directory_lock is not None:
-                    self.directory_lock.release()
                 raise
         finally:
             if listener is not None:
@@ -124,8 +152,6 @@ class ImageForgeServerController(ServerController):
                 "instance_id": instance_id,
             },
         )
-        if self.directory_lock is not None:
-            SERVER_DIRECTORY_LOCKS[instance_id] = self.directory_lock
         self.connection = ServerConnection(port, self.process.pid, instance_id, AuthenticatedJobClient(self.issued))
         self.snapshot = {"state": "STARTING", "message": "Starting", "port": port}
         return self.connection
@@ -140,41 +166,108 @@ class ImageForgeServerController(ServerController):
         self.issued = credentials
         return command
 
-    def _recover_connection(self) -> None:
-        """BlendJob's recovery after an add-on reload, reading the running server's token from its file."""
+    def _recover_connection(self) -> ServerConnection | None:
+        """Connect to the folder's running server from its process record and credentials (it proves itself on
+        the first request); None when no server of this folder is running."""
         root = self.root()
         if retirement.is_retiring(root):
-            return
+            return None
         record = read_json(root / retirement.PROCESS_RECORD)
-        if record.get("root") != str(root):
-            return
+        if record.get("root") != str(root) or not isinstance(record.get("pid"), int):
+            return None
         process = RegisteredServerProcess(record["pid"])
         if process.poll() is not None:
-            return
-        if record.get("parent_pid") != os.getpid():
-            raise RuntimeError("Another Blender process is using this Server folder")
-        unverified = (
-            f"Registered Server process {process.pid} is still running but cannot be verified; "
-            "restart Blender before changing the Server location"
-        )
+            return None  # a dead server's record: the next start replaces it
         try:
             credentials = read_credentials(root)
         except CredentialsError as error:
-            raise RuntimeError(unverified) from error
+            raise RuntimeError(
+                f"A job server (pid {process.pid}) is running for {root} but cannot be verified ({error}); "
+                "end that process, then start again."
+            ) from error
         if credentials.instance_id != record.get("instance_id") or credentials.port != record.get("port"):
-            raise RuntimeError(unverified)
-        client = AuthenticatedJobClient(credentials, host=self.host)
-        try:
-            health = client.request("GET", "/health", timeout=0.5)
-        except RuntimeError as error:
-            raise RuntimeError(unverified) from error
-        if health.get("instance_id") != record.get("instance_id"):
-            raise RuntimeError("The registered Server instance does not match")
-        if health.get("busy"):
-            raise RuntimeError("The registered Server is busy")
-        self.connection = ServerConnection(record["port"], record["pid"], record["instance_id"], client)
-        self.process = process
+            raise RuntimeError(
+                f"A job server (pid {process.pid}) is running for {root} but its credentials belong to another "
+                "start; end that process, then start again."
+            )
         self.issued = credentials
+        self.process = process
+        self.connection = ServerConnection(
+            credentials.port, process.pid, credentials.instance_id, AuthenticatedJobClient(credentials, host=self.host)
+        )
+        return self.connection
+
+    # -- the lease: attach once the server answers, detach when done ------------------------------------------
+
+    def health(self, timeout: float = 0.3) -> dict:
+        health = super().health(timeout=timeout)
+        connection = self.connection
+        if self.attachment is None or self.attachment.instance_id != connection.instance_id:
+            if self.attachment is not None:
+                self.attachment.detach()
+            attachment = Attachment(connection.client, connection.instance_id, self.kind)
+            attachment.attach()
+            self.attachment = attachment
+        return health
+
+    def ensure(self, timeout: float = 60.0) -> ServerConnection:
+        """BlendJob's ensure, except that a server failing its proof, or dying twice while starting, ends it."""
+        self.auto_start = True
+        deadline = time.monotonic() + timeout
+        starts = 0
+        while time.monotonic() < deadline:
+            try:
+                self.health(timeout=0.5)
+                return self.connection
+            except ServerIdentityError:
+                raise
+            except RuntimeError:
+                self._close_finished_process()
+            if self.process is None:
+                if starts >= 2:
+                    raise RuntimeError(self.crash_message or f"Server did not start; log: {self.log_path_factory()}")
+                starts += self.start() is not None
+            time.sleep(0.05)
+        raise RuntimeError(f"Server did not become ready; log: {self.log_path_factory()}")
+
+    def attach_running(self, timeout: float = 30.0) -> ServerConnection | None:
+        """The folder's running server, attached, or None when none runs; never starts one."""
+        if self._recover_connection() is None:
+            return None
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.health(timeout=1.0)
+                return self.connection
+            except ServerIdentityError:
+                raise
+            except RuntimeError:
+                if self.process.poll() is not None:
+                    self.connection = self.process = None
+                    return None
+                if time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.05)
+
+    def detach(self) -> None:
+        """Leave the server to its other clients: it exits by itself after its linger time if none is left."""
+        self.auto_start = False
+        self._end_lease()
+        if self.log_file is not None:
+            self.log_file.close()
+        self.connection, self.process, self.log_file = None, None, None
+        self.snapshot = {"state": "STOPPED", "message": "Stopped"}
+
+    def _end_lease(self) -> None:
+        attachment, self.attachment = self.attachment, None
+        if attachment is not None:
+            attachment.detach()
+
+    def other_clients(self) -> list[dict]:
+        """The other clients attached to the server (from the last health snapshot): Stop stops theirs too."""
+        own = self.attachment.client_id if self.attachment is not None else None
+        listed = ((self.snapshot.get("resources") or {}).get("clients") or {}).get("clients") or []
+        return [client for client in listed if isinstance(client, dict) and client.get("client_id") != own]
 
     # -- stop and restart, without holding the caller --------------------------------------------------------
 
@@ -186,8 +279,10 @@ class ImageForgeServerController(ServerController):
         self.auto_start = False
         self.crash_message = None
         root = self.root()
+        self._end_lease()
         if self.connection is None:
-            self._recover_connection()
+            with contextlib.suppress(RuntimeError):
+                self._recover_connection()
         connection, process, log_file = self.connection, self.process, self.log_file
         self.connection, self.process, self.log_file = None, None, None
         cancelled = False
@@ -202,7 +297,6 @@ class ImageForgeServerController(ServerController):
                 process,
                 connection.instance_id if connection is not None else None,
                 log_file,
-                release_lock=self._release_directory_lock,
                 grace=self.grace,
             ),
             # An idle server exits within ~0.3 s: wait for that here, so the common stop is complete on return.
@@ -224,13 +318,6 @@ class ImageForgeServerController(ServerController):
             return bool(health.get("busy"))
         except (RuntimeError, AttributeError):
             return True  # not answering, or answering nonsense: treat it as busy, leave the waiting to the reaper
-
-    def _release_directory_lock(self) -> None:
-        if self.directory_lock is not None:
-            self.directory_lock.release()
-
-    def detach(self) -> None:
-        self.stop()
 
     # -- a server that died on its own -----------------------------------------------------------------------
 
@@ -256,24 +343,44 @@ class ImageForgeServerController(ServerController):
         return {**submitted, "directory": str(self.job_directory(job_id))}
 
     def status(self, job_id: str) -> dict:
-        """A job's status from the server that runs it; never starts a new server that cannot know the job.
+        """A job's status from the server that runs it, within about a second.
 
-        The job's folder is always the client's own `<storage>/jobs/<id>`, whatever the answer says.
+        Never starts a server (one that does not know the job could only say "not found"): a server that died
+        reads as the crash sentence. A living server may not answer for seconds while ONNX Runtime creates a
+        session (it holds the GIL throughout; openspec/0015): the last status is returned with a waiting message
+        until `STATUS_PATIENCE` runs out. The job's folder is always the client's `<storage>/jobs/<id>`.
         """
         self._require_running(job_id)
-        return {**super().status(job_id), "job_id": job_id, "directory": str(self.job_directory(job_id))}
+        try:
+            answer = self.connection.client.request("GET", f"/jobs/{job_id}", timeout=STATUS_SECONDS)
+        except ServerIdentityError:
+            raise
+        except RuntimeError as error:
+            if not str(error).startswith("Unable to reach Job Server"):
+                raise
+            self._require_running(job_id)  # it died meanwhile: the crash sentence
+            when, last = self.last_answer.setdefault(job_id, (time.monotonic(), {"state": "running", "progress": 0.0}))
+            if time.monotonic() - when > STATUS_PATIENCE:
+                raise RuntimeError(
+                    f"The job server has not answered for {STATUS_PATIENCE:.0f} s; see {self.log_path_factory()}."
+                ) from error
+            answer = {**last, "message": "Waiting for the job server (it may be loading a model)"}
+        else:
+            self.last_answer[job_id] = (time.monotonic(), answer)
+        return {**answer, "job_id": job_id, "directory": str(self.job_directory(job_id))}
+
+    def cancel(self, job_id: str) -> dict:
+        self._require_running(job_id)
+        return self.connection.client.request("DELETE", f"/jobs/{job_id}", timeout=STATUS_SECONDS)
 
     def job_directory(self, job_id: str) -> Path:
         if not JOB_ID.fullmatch(job_id):
             raise RuntimeError(f"Not a job id: {job_id!r}.")
         return self.root() / "jobs" / job_id
 
-    def cancel(self, job_id: str) -> dict:
-        self._require_running(job_id)
-        return super().cancel(job_id)
-
     def mark_job_complete(self, job_id: str) -> None:
         self.job_servers.pop(job_id, None)
+        self.last_answer.pop(job_id, None)
         super().mark_job_complete(job_id)
 
     def _require_running(self, job_id: str) -> None:
@@ -283,6 +390,51 @@ class ImageForgeServerController(ServerController):
         started_on = self.job_servers.get(job_id)
         if started_on is not None and started_on != self.connection.instance_id:
             raise RuntimeError("The job server was restarted before the job finished.")
+
+
+@contextlib.contextmanager
+def start_lock(root: Path) -> Any:
+    """Serialise starts of one folder's server across processes (an advisory lock file in the folder)."""
+    path = root / START_LOCK
+    with os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o600), "r+b") as stream:
+        if os.name == "nt":
+            import msvcrt
+
+            stream.seek(0)
+            while True:
+                try:
+                    msvcrt.locking(stream.fileno(), msvcrt.LK_NBLCK, 1)
+                    break
+                except OSError:
+                    time.sleep(0.05)
+        else:
+            import fcntl
+
+            fcntl.flock(stream, fcntl.LOCK_EX)
+        yield  # closing the file releases the lock
+
+
+def storage_locked(root: Path) -> bool:
+    """True when another process holds the folder's storage lock (setup, migration, cleanup, or a server)."""
+    lock = StorageLock()
+    try:
+        lock.acquire(root)
+    except RuntimeError:
+        return True
+    lock.release()
+    return False
+
+
+def stop_confirmation(others: list[dict]) -> str | None:
+    """What Stop asks when other clients use the server (None: nobody else, stop at once)."""
+    if not others:
+        return None
+    names = ", ".join(
+        f"{'Blender' if client.get('kind') == ClientKind.BLENDER.value else 'the imageforge command'} "
+        f"(pid {client.get('pid')})"
+        for client in others
+    )
+    return f"The server is also used by {names}; stopping it cancels their jobs too."
 
 
 def listening_socket(host: str) -> socket.socket:
@@ -316,8 +468,9 @@ def crash_message(process: Any, log_path: Path) -> str:
 class ImageForgeRuntime(JobRuntime):
     """BlendJob's runtime with ImageForge's controller, for its own server and for setup and migration."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, linger: Callable[[], float | None] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.linger = linger or (lambda: None)  # the add-on's preference; None: $IMAGEFORGE_SERVER_LINGER or 20 s
         # Configured exactly as JobRuntime.__init__ configures its ServerController.
         self.server = ImageForgeServerController(
             lambda port, instance_id, listen_fd=None: self._server_command(port, instance_id, listen_fd=listen_fd),
@@ -328,19 +481,44 @@ class ImageForgeRuntime(JobRuntime):
             blocked=self.maintenance_busy,
         )
 
+    def operator_classes(self) -> tuple:
+        """BlendJob's operators; Stop asks first when other Blender instances or commands use the server."""
+        classes = super().operator_classes()
+        runtime = self
+        for operator in classes:
+            if operator.bl_idname == f"{self.namespace}.stop_server" and "invoke" not in operator.__dict__:
+
+                def invoke(operator_self: Any, context: Any, event: Any) -> set[str]:
+                    message = stop_confirmation(runtime.server.other_clients())
+                    if message is None:
+                        return operator_self.execute(context)
+                    return context.window_manager.invoke_confirm(
+                        operator_self, event, title="Stop the Job Server?", message=message, confirm_text="Stop"
+                    )
+
+                operator.invoke = invoke
+        return classes
+
     def server_controller(self, root: Path) -> ImageForgeServerController:
         """The controller BlendJob's setup and migration use for a folder they already hold locked."""
         return ImageForgeServerController(
             lambda port, instance_id, listen_fd=None: self._server_command(
-                port, instance_id, root=root, listen_fd=listen_fd
+                port, instance_id, root=root, listen_fd=listen_fd, hold_lock=False
             ),
+            writer=True,
             cwd_factory=lambda: root,
             log_path_factory=lambda: root / "server.log",
             creationflags=windows_creation_flags(),
         )
 
     def _server_command(
-        self, port: int, instance_id: str, *, root: Path | None = None, listen_fd: int | None = None
+        self,
+        port: int,
+        instance_id: str,
+        *,
+        root: Path | None = None,
+        listen_fd: int | None = None,
+        hold_lock: bool = True,
     ) -> list[str]:
         """ImageForge's launcher (server/launcher.py) instead of BlendJob's runner: it serves the passed socket."""
         root = self.storage_root() if root is None else Path(root)
@@ -356,6 +534,7 @@ class ImageForgeRuntime(JobRuntime):
             "--instance-id",
             instance_id,
             *listen,
-            "--parent-pid",
-            str(os.getpid()),
+            "--linger",
+            str(linger_seconds(self.linger())),
+            *(["--hold-storage-lock"] if hold_lock else []),
         ]

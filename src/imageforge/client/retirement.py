@@ -125,8 +125,12 @@ def _finish(server: RetiringServer) -> None:
         if server.exited():
             record_path = server.root / PROCESS_RECORD
             record = read_json(record_path)
-            ours = record.get("parent_pid") == os.getpid() and record.get("root") == str(server.root)
-            if ours and (server.instance_id is None or record.get("instance_id") == server.instance_id):
+            same_root = record.get("root") == str(server.root)
+            # A shared server may have been started by another client: the instance id says the record is its.
+            ours = record.get("instance_id") == server.instance_id or (
+                server.instance_id is None and record.get("parent_pid") == os.getpid()
+            )
+            if same_root and ours:
                 record_path.unlink(missing_ok=True)
                 registered = SERVER_DIRECTORY_LOCKS.pop(record.get("instance_id"), None)
                 if registered is not None:

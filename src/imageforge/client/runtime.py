@@ -25,10 +25,17 @@ class JobCancelledError(ImageForgeError):
     """The job was cancelled before it finished; nothing was kept."""
 
 
-def make_runtime(storage_root: Path | Callable[..., Path], *, post_setup: Callable | None = None) -> JobRuntime:
+def make_runtime(
+    storage_root: Path | Callable[..., Path],
+    *,
+    post_setup: Callable | None = None,
+    linger: Callable[[], float | None] | None = None,
+) -> JobRuntime:
     """The BlendJob runtime: environment pins, server entrypoint and storage root (a path or a callable).
 
-    Its server controller is ImageForge's (client/controller.py): authenticated, non-blocking stop and restart.
+    Its server controller is ImageForge's (client/controller.py): shared by every client of the storage root,
+    authenticated both ways, non-blocking stop and restart. `linger` gives the add-on's preference (seconds a
+    server with no client and no job stays); None uses $IMAGEFORGE_SERVER_LINGER or 20 s.
     """
     return ImageForgeRuntime(
         server_entrypoint(),
@@ -37,6 +44,7 @@ def make_runtime(storage_root: Path | Callable[..., Path], *, post_setup: Callab
         environment=server_environment(),
         namespace=NAMESPACE,
         post_setup=post_setup,
+        linger=linger,
     )
 
 

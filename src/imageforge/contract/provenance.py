@@ -31,6 +31,7 @@ class ModelRun:
     device: str
     provider: str
     providers: tuple[str, ...] = ()
+    intra_op_threads: int = 0  # what the session was created with: every physical core unless Blender is attached
     runs: int = 0
     model_seconds: float = 0.0
 
@@ -42,6 +43,7 @@ class ModelRun:
             "device": self.device,
             "provider": self.provider,
             "providers": list(self.providers),
+            "intra_op_threads": self.intra_op_threads,
             "runs": self.runs,
             "model_seconds": round(self.model_seconds, 6),
         }
@@ -59,6 +61,7 @@ class ModelRun:
             device=_text(raw.get("device")),
             provider=_text(raw.get("provider")),
             providers=tuple(str(item) for item in providers) if isinstance(providers, list) else (),
+            intra_op_threads=raw.get("intra_op_threads") if isinstance(raw.get("intra_op_threads"), int) else 0,
             runs=raw.get("runs") if isinstance(raw.get("runs"), int) else 0,
             model_seconds=float(raw["model_seconds"]) if isinstance(raw.get("model_seconds"), (int, float)) else 0.0,
         )

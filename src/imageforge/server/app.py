@@ -6,9 +6,12 @@ from blendjob import JobServer
 
 from ..contract import JOB_SPECS
 from ..contract.private_storage import make_storage_private
+from ..contract.server_clients import DEFAULT_LINGER_SECONDS, ClientKind
+from .clients import ClientRegistry
 from .downloads.sources import DownloadSources
 from .handler import make_handler
 from .inference import ModelManager
+from .inference.devices import intra_op_threads
 from .job_folders import mark_interrupted_jobs
 from .jobs import JOB_RUNNERS
 from .security import AuthenticatedJobServer
@@ -39,6 +42,20 @@ def create_server() -> JobServer:
         manager = ModelManager(bound_server.storage_root)
         manager.start_detection()
         return manager
+
+    @job_server.resource("clients")
+    def clients(bound_server: JobServer) -> ClientRegistry:
+        # Who is attached; ends leases of vanished clients (cancelling their jobs), exits after the linger time.
+        registry = ClientRegistry(bound_server, linger=getattr(bound_server, "linger", DEFAULT_LINGER_SECONDS))
+        models = bound_server.resources["models"]
+
+        def threads_by_who_is_there() -> None:
+            # Sessions created from now on use this; a cached session with another count is reloaded on next use.
+            models.threads = intra_op_threads(ClientKind.BLENDER in registry.kinds())
+
+        registry.on_change = threads_by_who_is_there
+        registry.start()
+        return registry
 
     return job_server
 

@@ -8,6 +8,10 @@ cannot be inherited this way, the server binds `--port` as BlendJob does; the ha
 a squatter from learning anything there.
 
 Like BlendJob's runner, it imports `blendjob` from the client's side (`--blendjob-root`), only for that import.
+Unlike it, the server does not die with the process that started it: it belongs to the storage root, serves
+every client that attaches, and exits after `--linger` seconds with no client and no job (server/clients.py,
+openspec/0015). It holds the storage root's lock for its lifetime (`--hold-storage-lock`), so setup, migration
+and job-file cleanup cannot write under it; setup's own validation server runs without it (setup holds it).
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     listen = parser.add_mutually_exclusive_group(required=True)
     listen.add_argument("--listen-fd", type=int, help="an inherited socket, already bound and listening")
     listen.add_argument("--port", type=int, help="bind 127.0.0.1:PORT here (Windows)")
-    parser.add_argument("--parent-pid", type=int, default=0)
+    parser.add_argument("--linger", type=float, required=True, help="seconds with no client and no job")
+    parser.add_argument("--hold-storage-lock", action="store_true")
     return parser.parse_args(argv)
 
 
@@ -55,10 +60,17 @@ def main(argv: list[str] | None = None) -> None:
 
     os.umask(PRIVATE_UMASK)  # before the server creates any folder or file (job folders 0700, files 0600)
     import uvicorn
-    from blendjob.server import watch_parent
+    from blendjob.storage import StorageLock
 
     from imageforge.server.app import server
 
+    lock = StorageLock()
+    if args.hold_storage_lock:
+        try:
+            lock.acquire(args.storage_root)
+        except RuntimeError:
+            sys.exit(f"{args.storage_root} is being set up, moved or cleaned by another process; not starting.")
+    server.linger = args.linger
     server.bind(args.storage_root)
     app = server.create_app(args.instance_id)
     if args.listen_fd is not None:
@@ -74,10 +86,23 @@ def main(argv: list[str] | None = None) -> None:
         http_server.should_exit = True
 
     threading.Thread(target=stop_http_server, name="ImageForgeShutdown", daemon=True).start()
-    threading.Thread(
-        target=watch_parent, args=(args.parent_pid, server.shutdown_event), name="ImageForgeParent", daemon=True
-    ).start()
-    http_server.run(sockets=sockets)
+    try:
+        http_server.run(sockets=sockets)
+    finally:
+        forget_this_start(Path(args.storage_root), args.instance_id)
+        lock.release()
+
+
+def forget_this_start(root: Path, instance_id: str) -> None:
+    """Remove the process record and credentials if they still name this start (a newer one may have begun)."""
+    from blendjob.storage import read_json
+
+    from imageforge.contract.server_credentials import remove_credentials
+
+    record = root / "server-process.json"
+    if read_json(record).get("instance_id") == instance_id:
+        record.unlink(missing_ok=True)
+    remove_credentials(root, instance_id)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ def collect(context: Any) -> Provenance:
             device=adapter.device.value,
             provider=adapter.provider,
             providers=tuple(adapter.handle.providers),
+            intra_op_threads=adapter.handle.threads,
             runs=adapter.runs,
             model_seconds=adapter.model_seconds,
         )

@@ -24,6 +24,7 @@ from typing import Any
 
 from blendjob import JobServer
 
+from ..contract.server_clients import CLIENT_HEADER, CLIENTS_PATH, ClientKind
 from ..contract.server_credentials import (
     CHALLENGE_HEADER,
     CHALLENGE_LENGTHS,
@@ -33,6 +34,7 @@ from ..contract.server_credentials import (
     ServerCredentials,
     read_credentials,
 )
+from .clients import CURRENT_CLIENT, ClientRegistry
 
 Scope = dict[str, Any]
 
@@ -45,16 +47,49 @@ class AuthenticatedJobServer(JobServer):
         credentials = read_credentials(self.storage_root)
         if credentials.instance_id != instance_id:
             raise CredentialsError("The server credentials belong to another server start; start the server again.")
-        app.add_middleware(LoopbackGuard, credentials=credentials)
+        registry = self.resources.get("clients")
+        if isinstance(registry, ClientRegistry):
+            add_client_routes(app, registry)
+        app.add_middleware(LoopbackGuard, credentials=credentials, clients=registry)
         return app
+
+    def submit(self, job_type: str, parameters: dict, *, job_id: str | None = None) -> Any:
+        """BlendJob's submit, remembering which attached client asked (its jobs end with its lease)."""
+        context = super().submit(job_type, parameters, job_id=job_id)
+        registry = self.resources.get("clients")
+        if isinstance(registry, ClientRegistry):
+            registry.own(CURRENT_CLIENT.get(), context.job_id)
+        return context
+
+
+def add_client_routes(app: Any, registry: ClientRegistry) -> None:
+    """Attach, heartbeat and detach (contract.server_clients), behind the same guard as every route."""
+    from fastapi import HTTPException
+
+    @app.post(CLIENTS_PATH)
+    def attach(payload: dict) -> dict:
+        try:
+            client = registry.attach(int(payload["pid"]), ClientKind(str(payload["kind"])))
+        except (KeyError, TypeError, ValueError) as error:
+            raise HTTPException(status_code=422, detail="Invalid client") from error
+        return {"client_id": client.client_id, **registry.snapshot()}
+
+    @app.post(CLIENTS_PATH + "/{client_id}/heartbeat")
+    def heartbeat(client_id: str) -> dict:
+        return {"known": registry.seen(client_id)}
+
+    @app.delete(CLIENTS_PATH + "/{client_id}")
+    def detach(client_id: str) -> dict:
+        return {"detached": registry.detach(client_id)}
 
 
 class LoopbackGuard:
     """ASGI middleware: 403 for a foreign Host or any Origin, then 401 for a missing or wrong token."""
 
-    def __init__(self, app: Any, *, credentials: ServerCredentials) -> None:
+    def __init__(self, app: Any, *, credentials: ServerCredentials, clients: ClientRegistry | None = None) -> None:
         self.app = app
         self.credentials = credentials
+        self.clients = clients
         self.host = credentials.host_header.encode("latin-1")
         self.authorization = credentials.authorization.encode("latin-1")
 
@@ -69,6 +104,10 @@ class LoopbackGuard:
             await send({"type": "http.response.body", "body": b""})
             return
         if status is None:
+            client_id = next((v for n, v in scope["headers"] if n == CLIENT_HEADER.lower().encode()), b"").decode()
+            if client_id and self.clients is not None:
+                self.clients.seen(client_id)  # every request of an attached client is a heartbeat
+            CURRENT_CLIENT.set(client_id or None)  # copied into the route's worker thread with the context
             await self.app(scope, receive, send)
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})

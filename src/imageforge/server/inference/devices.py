@@ -9,9 +9,12 @@ on CPU, but `resolve_device` returns the warning the job must show: users compla
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib.metadata
 import os
 import platform
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,3 +167,32 @@ def default_intra_op_threads(cpu_count: int | None = None) -> int:
     """Threads per session that leave Blender's UI and viewport a quarter of the cores (at least two)."""
     count = cpu_count if cpu_count is not None else (os.cpu_count() or 2)
     return max(1, count - max(2, count // 4))
+
+
+def intra_op_threads(blender_attached: bool) -> int:
+    """Threads by who is there: Blender's share of the cores left free while a Blender client is attached, every
+    physical core when only headless clients (the CLI) are."""
+    return default_intra_op_threads() if blender_attached else physical_cores()
+
+
+@functools.cache
+def physical_cores() -> int:
+    """Physical cores (ONNX Runtime's own default for intra-op threads): Linux topology, macOS sysctl, else
+    the logical count (Windows: hyper-threads then count as cores)."""
+    topology = Path("/sys/devices/system/cpu")
+    cores = {
+        (package.read_text().strip(), core.read_text().strip())
+        for package, core in (
+            (cpu / "topology" / "physical_package_id", cpu / "topology" / "core_id")
+            for cpu in topology.glob("cpu[0-9]*")
+        )
+        if package.is_file() and core.is_file()
+    }
+    if cores:
+        return len(cores)
+    if sys.platform == "darwin":
+        try:
+            return int(subprocess.run(["sysctl", "-n", "hw.physicalcpu"], capture_output=True, text=True).stdout)
+        except (OSError, ValueError):
+            pass
+    return os.cpu_count() or 1

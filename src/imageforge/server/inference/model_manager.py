@@ -54,6 +54,11 @@ class SessionHandle:
         return self._loaded.current().provider
 
     @property
+    def threads(self) -> int:
+        """The session's intra-op thread count (what it was created with)."""
+        return self._loaded.request.threads
+
+    @property
     def providers(self) -> tuple[str, ...]:
         return self._loaded.current().providers
 

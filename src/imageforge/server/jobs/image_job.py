@@ -56,7 +56,7 @@ def prepare_adapter(
     copy = f" from its fp32 CPU copy {graph.name}" if is_copy(graph) else ""
     context.log(
         f"{entry.label} ({entry.key}) loaded for device {device.value}: "
-        f"runs on {adapter.device.value} ({adapter.provider}){copy}"
+        f"runs on {adapter.device.value} ({adapter.provider}){copy}, {adapter.handle.threads} intra-op threads"
     )
     return adapter
 

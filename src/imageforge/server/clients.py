@@ -1,0 +1,160 @@
+"""The clients attached to this server (the BlendJob resource "clients"), their jobs, and when to exit.
+
+The server belongs to the storage root: Blender instances and CLI calls attach to it (contract.server_clients).
+A watcher thread ends the lease of a client that detached, whose process is gone, or that sent no heartbeat for
+`LEASE_SECONDS`, and cancels the jobs it submitted: a CLI killed by SIGKILL, or a Blender that crashed, does
+not leave its job running for hours. With no client and no job for the linger time, the server exits. Every
+decision is one line in server.log. `snapshot()` (served in `/health`) lists who is attached, which the
+add-on's Stop uses to ask before stopping the server for other clients too.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from blendjob.server import _process_exists  # BlendJob's POSIX/Windows liveness check; its only use here
+
+from ..contract.server_clients import LEASE_SECONDS, ClientKind
+
+log = logging.getLogger(__name__)
+WATCH_SECONDS = 0.25
+FIRST_CLIENT_SECONDS = 60.0  # a new server waits at least this long for the client that started it to attach
+
+CURRENT_CLIENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("imageforge_client", default=None)
+
+
+@dataclass
+class AttachedClient:
+    client_id: str
+    pid: int
+    kind: ClientKind
+    attached_at: float
+    last_seen: float
+    jobs: set[str] = field(default_factory=set)
+
+
+class ClientRegistry:
+    def __init__(
+        self,
+        job_server: Any,
+        *,
+        linger: float,
+        lease: float = LEASE_SECONDS,
+        alive: Callable[[int], bool] = _process_exists,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.job_server = job_server
+        self.linger = linger
+        self.lease = lease
+        self._alive = alive
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._clients: dict[str, AttachedClient] = {}
+        self._idle_since = clock()
+        self._stopped = threading.Event()
+        self._ever_attached = False
+        self.on_change: Callable[[], None] = lambda: None  # e.g. the thread rule (who is there decides)
+
+    # -- what clients ask ------------------------------------------------------------------------------------
+
+    def attach(self, pid: int, kind: ClientKind) -> AttachedClient:
+        now = self._clock()
+        client = AttachedClient(secrets.token_hex(16), int(pid), ClientKind(kind), now, now)
+        with self._lock:
+            self._clients[client.client_id] = client
+            self._ever_attached = True
+        log.warning("client attached: %s pid %s (%s)", client.kind.value, client.pid, client.client_id[:8])
+        self.on_change()
+        return client
+
+    def seen(self, client_id: str) -> bool:
+        """A heartbeat (any request carrying the client's id); False when the lease is unknown or over."""
+        with self._lock:
+            client = self._clients.get(client_id)
+            if client is not None:
+                client.last_seen = self._clock()
+        return client is not None
+
+    def own(self, client_id: str | None, job_id: str) -> None:
+        with self._lock:
+            client = self._clients.get(client_id or "")
+            if client is not None:
+                client.jobs.add(job_id)
+
+    def detach(self, client_id: str) -> bool:
+        return self._end([client_id], "detached")
+
+    def kinds(self) -> set[ClientKind]:
+        with self._lock:
+            return {client.kind for client in self._clients.values()}
+
+    def snapshot(self) -> dict[str, Any]:
+        now = self._clock()
+        with self._lock:
+            clients = [
+                {"client_id": c.client_id, "pid": c.pid, "kind": c.kind.value, "seconds": round(now - c.attached_at, 1)}
+                for c in self._clients.values()
+            ]
+            idle = 0.0 if clients else now - self._idle_since
+        return {"clients": clients, "linger": self.linger, "idle_seconds": round(idle, 1)}
+
+    # -- the watcher -----------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        threading.Thread(target=self._watch, name="ImageForgeClients", daemon=True).start()
+
+    def close(self) -> None:
+        self._stopped.set()
+
+    def _watch(self) -> None:
+        while not self._stopped.wait(WATCH_SECONDS) and not self.job_server.shutdown_event.is_set():
+            self.tick()
+
+    def tick(self) -> None:
+        """End expired leases (cancelling their jobs); exit after the linger time with no client and no job."""
+        now = self._clock()
+        with self._lock:
+            gone = [c.client_id for c in self._clients.values() if not self._alive(c.pid)]
+            silent = [
+                c.client_id
+                for c in self._clients.values()
+                if now - c.last_seen > self.lease and c.client_id not in gone
+            ]
+        self._end(gone, "process gone")
+        self._end(silent, f"no heartbeat for {self.lease:.0f} s")
+        busy = bool(self.job_server.snapshot("")["busy"])
+        with self._lock:
+            if self._clients or busy:
+                self._idle_since = now
+                return
+            idle = now - self._idle_since
+            linger = self.linger if self._ever_attached else max(self.linger, FIRST_CLIENT_SECONDS)
+        if idle >= linger:
+            log.warning("no client and no job for %.1f s (linger %.1f s): exiting", idle, linger)
+            self.job_server.shutdown_event.set()
+
+    def _end(self, client_ids: list[str], why: str) -> bool:
+        ended = []
+        with self._lock:
+            for client_id in client_ids:
+                client = self._clients.pop(client_id, None)
+                if client is not None:
+                    ended.append(client)
+        if ended:
+            with self._lock:
+                self._idle_since = self._clock()  # the linger time counts from the last client's departure
+        for client in ended:
+            log.warning("client %s pid %s left (%s)", client.kind.value, client.pid, why)
+            for job_id in sorted(client.jobs):
+                if self.job_server.cancel(job_id) is not None:
+                    log.warning("cancelled job %s: its client left (%s)", job_id, why)
+        if ended:
+            self.on_change()
+        return bool(ended)

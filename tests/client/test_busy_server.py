@@ -1,0 +1,81 @@
+"""A job whose model takes seconds to become a session, followed to its end while /health is probed.
+
+ONNX Runtime 1.23 holds Python's GIL for the whole of session creation (microsoft/onnxruntime#27063), so no
+thread of the server process can answer meanwhile. BlendJob's status poll then either held its caller (Blender's
+main thread, in the operator's modal timer) for the whole creation, waiting in `ensure()`, or failed the job
+("Unable to reach Job Server: timed out") when the creation began during its 2 s request. Now each poll returns
+within about a second, saying it is waiting, and the job is followed to its end (openspec/0015). The probe's
+worst /health latency and the session's creation time are printed (run with -s).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from imageforge.client.authenticated import AuthenticatedJobClient
+from imageforge.client.runtime import make_runtime, run_job
+from imageforge.contract.server_credentials import read_credentials
+from tests.client.slow_session import build_slow_ben2, slow_catalog_entry
+from tests.kit.catalog import write_catalog
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_job_whose_session_is_slow_to_create_is_followed_to_its_end(hub, server_storage, tmp_path, monkeypatch):
+    content = build_slow_ben2(tmp_path / "slow.onnx").read_bytes()
+    hub.add_hub_file("kit/slow-ben2", "model.onnx", content)
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.setenv(
+        "IMAGEFORGE_MODEL_CATALOG", str(write_catalog(tmp_path / "c.json", [slow_catalog_entry(content)]))
+    )
+    image = tmp_path / "photo.png"
+    Image.fromarray(np.linspace(0, 255, 32 * 32 * 3).reshape(32, 32, 3).astype(np.uint8)).save(image)
+
+    runtime = make_runtime(server_storage)
+    latencies: list[float] = []
+    statuses: list[tuple[float, dict]] = []
+    stop = threading.Event()
+    try:
+        run_job(runtime, "download-model", {"model": "SLOW_BEN2"})
+        probe = AuthenticatedJobClient(read_credentials(server_storage))
+
+        def poll_health() -> None:
+            while not stop.wait(0.1):
+                began = time.perf_counter()
+                try:
+                    probe.request("GET", "/health", timeout=60)
+                    latencies.append(time.perf_counter() - began)
+                except RuntimeError:
+                    latencies.append(math.inf)
+
+        prober = threading.Thread(target=poll_health)
+        prober.start()
+        result = run_job(
+            runtime,
+            "remove-background",
+            {"input": str(image), "model": "SLOW_BEN2"},
+            on_progress=lambda status: statuses.append((time.perf_counter(), status)),
+        )
+        stop.set()
+        prober.join()
+        (loaded,) = runtime.server.health()["resources"]["models"]["loaded"]
+    finally:
+        stop.set()
+        runtime.server.stop()
+    assert result.file("foreground").is_file()
+    waited = [s for _t, s in statuses if s.get("message", "").startswith("Waiting for the job server")]
+    longest_poll = max(later[0] - earlier[0] for earlier, later in zip(statuses, statuses[1:], strict=False))
+    print(
+        f"\nsession created in {loaded['load_seconds']:.2f} s; worst /health latency {max(latencies):.2f} s "
+        f"over {len(latencies)} probes; longest status poll {longest_poll:.2f} s; "
+        f"{len(waited)} polls answered 'waiting' meanwhile"
+    )
+    assert waited and all(s["state"] == "running" for s in waited)
+    assert longest_poll < loaded["load_seconds"] / 2  # the caller was never held for the whole creation
+    assert math.inf not in latencies  # slow answers, never lost ones
