@@ -177,6 +177,7 @@ class Driver:
         self.retirement = sys.modules[f"{MODULE}.client.retirement"]
         preferences = bpy.context.preferences.addons[MODULE].preferences
         preferences.storage_root = self.spec["storage_root"]  # the Storage Root preference, not the variable
+        preferences.server_linger = 2.0  # the shared server exits 2 s after its last client (default 20 s)
         self.report["storage_root"] = str(self.runtime.storage_root())
 
     def start_server(self) -> None:
@@ -311,15 +312,19 @@ class Driver:
         }
 
     def shut_down(self) -> None:
-        """Disable the add-on as a user would: it stops the server; wait until the process is gone."""
+        """Disable the add-on as a user would: Blender leaves the shared server, which exits after its linger
+        time with no other client; wait until the process is gone."""
         import addon_utils  # Blender's module: importable only once bpy is
 
         root = self.runtime.storage_root()
+        server = json.loads((root / "server-process.json").read_text(encoding="utf-8"))["pid"]
         started = time.monotonic()
         addon_utils.disable(MODULE, default_set=True)
         retired = self.retirement.wait_until_retired(root, timeout=30)
+        while Path(f"/proc/{server}").exists() and time.monotonic() - started < 60:
+            time.sleep(0.05)
         self.report["shutdown"] = {
-            "retired": retired,
+            "retired": retired and not Path(f"/proc/{server}").exists(),
             "process_record_left": (root / "server-process.json").exists(),
             "types_left": sorted(name for name in dir(bpy.types) if name.startswith("IMAGEFORGE_")),
             "seconds": round(time.monotonic() - started, 3),

@@ -389,7 +389,7 @@ def test_each_result_is_one_named_undo_step(run):
     assert "Step Background" not in undo["after_one_undo"] and "Step Depth Plane" in undo["after_one_undo"]
 
 
-def test_disabling_the_add_on_stops_its_server(run):
+def test_disabling_the_add_on_leaves_the_shared_server_which_then_exits(run):
     shutdown = run.report["shutdown"]
     assert shutdown["retired"] and not shutdown["process_record_left"]
     assert shutdown["types_left"] == []

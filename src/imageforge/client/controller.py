@@ -255,6 +255,8 @@ class ImageForgeServerController(ServerController):
         self._end_lease()
         if self.log_file is not None:
             self.log_file.close()
+        if isinstance(self.process, subprocess.Popen):  # our child: reap it when it exits, leave no zombie
+            threading.Thread(target=self.process.wait, name="ImageForgeServerReaper", daemon=True).start()
         self.connection, self.process, self.log_file = None, None, None
         self.snapshot = {"state": "STOPPED", "message": "Stopped"}
 
