@@ -58,10 +58,13 @@ def produce_cutout(photo: np.ndarray):
             write_json(
                 directory / "background.json", {**metadata, "cx": WIDTH / 2, "cy": HEIGHT / 2, "reference_depth": FAR}
             )
+            tilted = np.full((HEIGHT, WIDTH, 3), (0.5, 0.25, 0.0), np.float32)  # the wall's normals, encoded
+            write_png_rgb(directory / "background_normal.png", tilted)
             files.update(
                 background="background.png",
                 background_depth="background_depth.exr",
                 background_depth_metadata="background.json",
+                background_normal="background_normal.png",
             )
         return files
 
@@ -111,7 +114,7 @@ def test_cutout_fills_behind_on_the_images_depth_plane(job_server, photo, capfd)
     )
 
     # The plane shows the clean plate: the photo everywhere but under the (grown) cutout.
-    assert texture_images(plane) == {"Photo Clean Plate", "Photo Normal"}  # the photo is gone, its normals stay
+    assert texture_images(plane) == {"Photo Clean Plate", "Photo Clean Plate Normal"}  # colour and normals behind
     plate = read_pixels(bpy.data.images["Photo Clean Plate"])
     changed = np.abs(plate - pixels).max(axis=-1) > 1e-6
     rows, columns = np.nonzero(changed)
@@ -151,7 +154,7 @@ def test_parallax_shot_builds_plate_cutout_and_a_dolly_in_one_undo_step(job_serv
     background = bpy.data.objects["Photo Background"]
     cutout = bpy.data.objects["Photo Cutout"]
     camera = bpy.data.objects["Photo Camera"]
-    assert texture_images(background) == {"Photo Clean Plate"}
+    assert texture_images(background) == {"Photo Clean Plate", "Photo Clean Plate Normal"}
     assert np.allclose(face_depths(background), FAR) and len(background.data.polygons) == 31 * 23
     # The cutout sits in the camera's space in front of the background: every vertex at the card's 2 m.
     assert np.allclose(camera_space_depths(cutout, background), NEAR, atol=1e-4)

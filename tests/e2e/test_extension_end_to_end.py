@@ -337,7 +337,7 @@ def test_cutout_fills_behind_the_depth_plane_only_under_the_cutout(run, inputs):
     assert cutout["plate"]["packed"]
     after = cutout["plane_after"]
     [material] = after["materials"]
-    assert material["images"] == ["Photo Clean Plate", "Photo Normal"]  # the photo replaced by its clean plate
+    assert material["images"] == ["Photo Clean Plate", "Photo Clean Plate Normal"]  # what is behind the cutout
     # The kit scene is one plane: the depth filled behind the cutout continues it, so the rebuilt plane is the
     # same surface as before (every vertex, no dip where the object was).
     before = run.job("depth_plane")["mesh"]
@@ -372,7 +372,8 @@ def test_parallax_shot_puts_the_card_in_front_of_a_filled_background_and_moves_t
     assert cutout.min() >= card[y0:y1, x0:x1].min() - 1e-3 and cutout.max() <= card[y0:y1, x0:x1].max() + 1e-3
     assert_filled_under(run.array(job["plate"]["pixels"]), inputs["photo"], STEP_BOX)
     [material] = job["background"]["materials"]
-    assert material["images"] == ["Step Clean Plate"]
+    assert material["images"] == ["Step Clean Plate", "Step Clean Plate Normal"]
+    assert material["normal_space"] == "OBJECT"
     start, end = (np.array(point) for point in job["camera"]["path"])
     distance = np.linalg.norm(end - start)
     subject = float(np.median(card[y0:y1, x0:x1]))

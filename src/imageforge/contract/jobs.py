@@ -265,6 +265,8 @@ JOB_SPECS: dict[JobId, JobSpec] = {
                 "background_depth": "With fill_behind and depth: float32 EXR as for depth planes, whole image, "
                 "the depth behind the cut-out filled from the surrounding background.",
                 "background_depth_metadata": "With fill_behind and depth: JSON as for depth planes, whole image.",
+                "background_normal": "With fill_behind and depth: RGB PNG normal map as for depth planes, whole "
+                "image, the continued surface's normals behind the cut-out.",
                 **PROVENANCE,
             },
         ),

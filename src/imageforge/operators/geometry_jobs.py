@@ -260,9 +260,14 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
         self, result: JobResult, source: bpy.types.Image, behind: list[tuple[bpy.types.Object, GridMesh]]
     ) -> str:
         plate = load_packed_image(result.file("background"), f"{source.name} Clean Plate")
+        normal = None
+        if "background_normal" in (result.value or {}):
+            normal = normal_image(
+                result.file("background_normal"), f"{source.name} Clean Plate Normal", camera_space=True
+            )
         planes = depth_planes_of(source)
         for plane in planes:
-            show_clean_plate(plane, source, plate)
+            show_clean_plate(plane, source, plate, normal)
         for plane, grid in behind:
             if len(grid.faces):
                 rebuild_mesh(plane, grid)

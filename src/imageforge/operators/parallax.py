@@ -110,9 +110,10 @@ class IMAGEFORGE_OT_parallax_shot(DepthTearing, ImageTool, ImageForgeJobOperator
         plate = load_packed_image(result.file("background"), f"{name} Clean Plate")
         cutout_image = load_packed_image(result.file("cutout"), f"{name} Cutout")
         normal = normal_image(result.file("normal"), f"{name} Cutout Normal", camera_space=True)
+        behind = normal_image(result.file("background_normal"), f"{name} Clean Plate Normal", camera_space=True)
         plane, camera = land_depth_plane(
             context, f"{name} Background", source, plate, background, intrinsics, self.subdivisions,
-            focus=subject.reference_depth,
+            normal=behind, focus=subject.reference_depth,
         )  # fmt: skip
         cutout = grid_mesh_object(context, f"{name} Cutout", cutout_grid, cutout_matrix)
         cutout.data.materials.append(photo_material(f"{name} Cutout", cutout_image, normal=normal))

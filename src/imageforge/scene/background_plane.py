@@ -3,9 +3,9 @@ the depth continued behind the object.
 
 Convert to Depth Plane tags its object with the source image's name and the subdivisions it was built with, so
 that a later Cutout of the same image (Fill Behind) finds it even after the user renamed it. The clean plate
-replaces the photo in that plane's material only (a material ImageForge made; one shared with other objects is
-copied first), and the plane's mesh is rebuilt from the filled depth; the object, its transform, modifiers
-and everything else the user added stay.
+(and the normal map of the continued surface) replaces the photo (and its normal map) in that plane's material
+only (a material ImageForge made; one shared with other objects is copied first), and the plane's mesh is
+rebuilt from the filled depth; the object, its transform, modifiers and everything else the user added stay.
 """
 
 from __future__ import annotations
@@ -32,24 +32,39 @@ def depth_planes_of(image: bpy.types.Image) -> list[bpy.types.Object]:
     )
 
 
-def show_clean_plate(obj: bpy.types.Object, photo: bpy.types.Image, plate: bpy.types.Image) -> int:
-    """Point every image texture of `obj`'s materials that shows `photo` at `plate`; returns how many changed."""
+def show_clean_plate(
+    obj: bpy.types.Object, photo: bpy.types.Image, plate: bpy.types.Image, normal: bpy.types.Image | None = None
+) -> int:
+    """Point every image texture of `obj`'s materials that shows `photo` at `plate`, and the textures feeding a
+    Normal Map node at `normal` when given; returns how many textures changed."""
     changed = 0
     for slot in obj.material_slots:
         material = slot.material
-        if material is None or material.node_tree is None:
-            continue
-        nodes = [node for node in material.node_tree.nodes if node.type == "TEX_IMAGE" and node.image == photo]
-        if not nodes:
+        if material is None or material.node_tree is None or not _replacements(material, photo, plate, normal):
             continue
         if material.users > 1:  # never change what other objects show
             material = material.copy()
             slot.material = material
-            nodes = [node for node in material.node_tree.nodes if node.type == "TEX_IMAGE" and node.image == photo]
-        for node in nodes:
-            node.image = plate
+        for node, image in _replacements(material, photo, plate, normal):
+            node.image = image
             changed += 1
     return changed
+
+
+def _replacements(
+    material: bpy.types.Material, photo: bpy.types.Image, plate: bpy.types.Image, normal: bpy.types.Image | None
+) -> list[tuple[bpy.types.Node, bpy.types.Image]]:
+    """(node, new image) for each image texture to change: the photo's, and with `normal` the normal map's."""
+    found = []
+    for node in material.node_tree.nodes:
+        if node.type != "TEX_IMAGE" or node.image is None:
+            continue
+        feeds_normal_map = any(link.to_node.type == "NORMAL_MAP" for output in node.outputs for link in output.links)
+        if normal is not None and feeds_normal_map:
+            found.append((node, normal))
+        elif node.image == photo:
+            found.append((node, plate))
+    return found
 
 
 def rebuild_mesh(obj: bpy.types.Object, grid: GridMesh) -> None:

@@ -21,7 +21,8 @@ def frame_of(depth: np.ndarray, valid: np.ndarray | None = None) -> GeometryFram
     rx, ry = rays()
     points = np.stack([rx * depth, ry * depth, depth], axis=-1).astype(np.float32)
     valid = np.ones(depth.shape, bool) if valid is None else valid
-    return GeometryFrame(depth.astype(np.float32), points, np.zeros_like(points), valid, INTRINSICS)
+    normal = np.broadcast_to(np.float32([0.0, 0.0, -1.0]), points.shape).copy()  # as if everything faced the camera
+    return GeometryFrame(depth.astype(np.float32), points, normal, valid, INTRINSICS)
 
 
 def tilted_wall() -> np.ndarray:
@@ -43,6 +44,9 @@ def test_an_object_in_front_of_a_tilted_wall_is_replaced_by_the_wall_behind_it()
     expected = np.stack([rx * wall, ry * wall, wall], axis=-1)
     np.testing.assert_allclose(filled.points[hole], expected[hole], rtol=1e-3, atol=1e-3)  # on the pixel rays
     assert filled.valid.all()
+    wall_normal = -np.array([0.2, 0.3, 1.0]) / np.linalg.norm([0.2, 0.3, 1.0])  # of 0.2 x + 0.3 y + z = 5
+    np.testing.assert_allclose(filled.normal[hole], np.broadcast_to(wall_normal, (int(hole.sum()), 3)), atol=2e-3)
+    assert (filled.normal[~hole] == np.float32([0.0, 0.0, -1.0])).all()  # nothing else changes
 
 
 def test_invalid_pixels_behind_the_object_become_valid_and_sky_elsewhere_stays_invalid():

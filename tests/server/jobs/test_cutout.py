@@ -150,7 +150,7 @@ def test_fill_behind_writes_the_clean_plate_and_the_background_depth_continued_b
     parameters = {"input": str(path), "selection": {"box": BOX}, "generate_depth": True, "fill_behind": True}
     outcome = jobs.run(JOB, {**parameters, "device": "cpu"})
     assert outcome.state == "succeeded", outcome.error
-    assert {"background", "background_depth", "background_depth_metadata"} <= set(outcome.result)
+    assert {"background", "background_depth", "background_depth_metadata", "background_normal"} <= set(outcome.result)
     assert loaded_families(jobs) == {"geometry", "inpaint"}
     plate = np.asarray(PILImage.open(outcome.file("background")))
     assert plate.shape == (48, 64, 4)
@@ -172,6 +172,12 @@ def test_fill_behind_writes_the_clean_plate_and_the_background_depth_continued_b
     np.testing.assert_allclose(channels["R"], ref["metric_points"][0][..., 0], rtol=2e-3, atol=1e-3)
     metadata = json.loads(outcome.file("background_depth_metadata").read_text())
     assert metadata["image_size"] == [64, 48] and (metadata["cx"], metadata["cy"]) == pytest.approx((32.0, 24.0))
+    # The normals behind are those of the continued surface: the kit plane's, computed from the filled points.
+    normal = np.asarray(PILImage.open(outcome.file("background_normal")), dtype=np.float64)
+    tilt = KNOWN["plane"][1]
+    n = np.array([0.0, tilt, -1.0]) / math.sqrt(1 + tilt * tilt)
+    assert normal.shape == (48, 64, 3)
+    assert np.abs(normal - np.floor((n + 1) / 2 * 255 + 0.5)).max() <= 1
 
 
 def test_refine_runs_the_background_model_and_crops_to_the_refined_matte(jobs, kit_models, tmp_path):

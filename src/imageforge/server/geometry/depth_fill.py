@@ -30,7 +30,8 @@ MIN_MARGIN = 8  # pixels
 
 
 def fill_depth_behind(frame: GeometryFrame, hole: np.ndarray) -> GeometryFrame:
-    """`frame` with depth, points and validity inside `hole` (H, W bool) continued from the background around it.
+    """`frame` with depth, points, normals and validity inside `hole` (H, W bool) continued from the background
+    around it (normals from the filled surface, so no shading of the object is left behind either).
 
     Pixels of the hole with no valid background anywhere near keep their original values.
     """
@@ -61,7 +62,18 @@ def fill_depth_behind(frame: GeometryFrame, hole: np.ndarray) -> GeometryFrame:
         [(xs + x0 + 0.5 - pixels["cx"]) / pixels["fx"] * z, (ys + y0 + 0.5 - pixels["cy"]) / pixels["fy"] * z, z],
         axis=-1,
     ).astype(np.float32)
-    return replace(frame, depth=depth, points=points, valid=valid)
+    normal = frame.normal.copy()
+    normal[box][target] = surface_normals(points[box])[target]
+    return replace(frame, depth=depth, points=points, valid=valid, normal=normal)
+
+
+def surface_normals(points: np.ndarray) -> np.ndarray:
+    """Unit normals (h, w, 3) of a grid of camera-space points, facing the camera (OpenCV axes: n·z < 0)."""
+    along_y, along_x = np.gradient(points.astype(np.float64), axis=(0, 1))
+    normal = np.cross(along_x, along_y)
+    normal /= np.maximum(np.linalg.norm(normal, axis=-1, keepdims=True), 1e-12)
+    normal *= np.where(normal[..., 2:3] > 0, -1.0, 1.0)
+    return normal.astype(np.float32)
 
 
 def harmonic_fill(values: np.ndarray, known: np.ndarray) -> np.ndarray:

@@ -9,8 +9,9 @@ for `generate_depth` or a normal map. Every result is cropped to the bounds of t
 `fill_behind` adds what a background plane needs once the object has left it, at the whole image's size:
 - `background`: the clean plate, LaMa filling the matte grown by a few pixels and faded out over as many
   again (hole_fill.clean_plate_weight), analysed on a crop around it (at most 1024 px, or `max_input_size`);
-- `background_depth`, `background_depth_metadata` (when geometry was analysed): the depth plane's files with
-  the depth under that region continued from the background around it (geometry/depth_fill.py).
+- `background_depth`, `background_depth_metadata`, `background_normal` (when geometry was analysed): the depth
+  plane's files with the depth under that region continued from the background around it and the normals of
+  that continued surface (geometry/depth_fill.py).
 
 Geometry is analysed on the whole image and cropped afterwards: MoGe-2's camera is the photo's camera, so a
 cutout keeps the focal length and gets its principal point shifted by the crop's origin, and the model sees
@@ -123,7 +124,7 @@ def run_cutout(context: Any, params: CutoutParams) -> dict[str, str]:
                 coverage=alpha_of(image),
                 region=whole,
                 depth=True,
-                normals=NormalMode.NONE,
+                normals=NormalMode.OBJECT,
                 prefix="background_",
             )
     for adapter in (refiner, geometry, inpainter):

@@ -152,7 +152,7 @@ def write_geometry(
     if normals is not NormalMode.NONE:
         progress.stage(0.9, "Writing normal map")
         encoded = normal_map(frame, source_size, region, coverage, normals)
-        outputs.write("normal", "normal.png", lambda path: write_png(path, encoded))
+        outputs.write(f"{prefix}normal", f"{prefix}normal.png", lambda path: write_png(path, encoded))
 
 
 def depth_metadata(
