@@ -121,10 +121,10 @@ def test_cancelling_at_any_stage_leaves_no_output(jobs, moge_catalog, photo, sta
 
 
 def test_a_failing_writer_deletes_what_the_earlier_ones_wrote(jobs, moge_catalog, photo, monkeypatch, storage_root):
-    def broken_png(path, pixels, **_):
+    def broken_png(path, **_):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(depth_plane, "write_png", broken_png)
+    monkeypatch.setattr(depth_plane, "write_png_bands", broken_png)
     directory = storage_root / "jobs" / "direct"
     directory.mkdir(parents=True)
     context = RecordingContext("direct", JOB.value, {}, jobs.server.resources, storage_root, directory)

@@ -22,6 +22,7 @@ edge is anti-aliased instead of stair-stepped; a box gets its exact pixel covera
 from __future__ import annotations
 
 import math
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +34,17 @@ from ...contract.jobs import INPAINT_INPUT_SIZE_DEFAULT, CutoutParams, NormalMod
 from ...contract.parameters import Selection
 from ..geometry.depth_fill import fill_depth_behind
 from ..geometry.frame import GeometryFrame
-from ..media import open_input, resize, write_png
+from ..media import open_input, resize
+from ..media.png_stream import write_png_bands, write_png_streamed
 from ..models.ben2 import Ben2Adapter
-from ..models.display import display_pixels, over_black
+from ..models.display import display_pixels
 from ..models.lama import LamaAdapter
-from .depth_plane import Region, alpha_of, analyse, load_geometry, write_geometry
+from .depth_plane import Region, alpha_of, analyse, geometry_rgb, load_geometry, write_geometry
 from .hole_fill import ANALYSED_HOLE, clean_plate_weight, inpaint_pixels
 from .image_job import JobProgress, log_model_time, prepare_adapter
 from .outputs import OutputSet
 from .refine_selection import refine_alpha
+from .remove_background import with_alpha
 from .selection_mask import check_overlap, polygon_coverage
 
 REFINE_PADDING = RefineImageSelectionParams.__dataclass_fields__["padding"].default
@@ -80,9 +83,10 @@ def run_cutout(context: Any, params: CutoutParams) -> dict[str, str]:
     context.log(f"Cutout region {region} of {size[0]}×{size[1]}")
     coverage = matte if pixels.shape[2] == 3 else matte * np.clip(pixels[..., 3], 0.0, 1.0)
     result = None
-    if geometry is not None:
-        rgb = over_black(pixels)
+    if geometry is not None:  # composited over black at the analysis size only, then freed
+        rgb = geometry_rgb(pixels, params.max_input_size)
         result = analyse(progress, geometry, rgb, params.max_input_size, params.resolution_level)
+        del rgb
     plate = behind = None
     if inpainter is not None:
         progress.stage(0.8, "Filling behind the cutout")
@@ -92,13 +96,20 @@ def run_cutout(context: Any, params: CutoutParams) -> dict[str, str]:
         if result is not None:
             behind = depth_behind(result.frame, weight)
     rows, columns = region.slices
+    bits = image.sample_kind.png_bits
+
+    def cutout_rows(top: int, bottom: int) -> np.ndarray:  # band by band: no full-size RGBA copy
+        band = slice(region.y0 + top, region.y0 + bottom)
+        return with_alpha(pixels[band, columns], coverage[band, columns])
+
     with OutputSet(Path(context.directory)) as outputs:
         progress.stage(0.8, "Writing cutout")
-        rgba = np.concatenate([pixels[rows, columns, :3], coverage[rows, columns, None]], axis=2)
-        outputs.write("cutout", "cutout.png", lambda path: write_png(path, rgba, bits=image.sample_kind.png_bits))
+        outputs.write(
+            "cutout", "cutout.png", partial(write_png_bands, size=region.size, rows=cutout_rows, channels=4, bits=bits)
+        )
         progress.stage(0.82, "Writing selection alpha")
         cropped = matte[rows, columns]
-        outputs.write("selection_alpha", "selection_alpha.png", lambda path: write_png(path, cropped, bits=16))
+        outputs.write("selection_alpha", "selection_alpha.png", partial(write_png_streamed, pixels=cropped, bits=16))
         if result is not None:
             write_geometry(
                 progress,
@@ -112,8 +123,7 @@ def run_cutout(context: Any, params: CutoutParams) -> dict[str, str]:
             )
         if plate is not None:
             progress.stage(0.92, "Writing clean plate")
-            bits = image.sample_kind.png_bits
-            outputs.write("background", "background.png", lambda path: write_png(path, plate, bits=bits))
+            outputs.write("background", "background.png", partial(write_png_streamed, pixels=plate, bits=bits))
         if behind is not None:
             whole = Region.whole(size)
             write_geometry(

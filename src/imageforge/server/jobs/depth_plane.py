@@ -7,7 +7,8 @@ The source is composited on black and analysed once (long edge ≤ `max_input_si
 - `depth_metadata`: JSON with `image_size` and `analysed_size` [w, h], pixel intrinsics `fx`, `fy`, `cx`,
   `cy` at the source size, and `reference_depth` (median of the kept pixels, metres) for placing the plane.
 - `normal`: RGB PNG at the source size, (n + 1) / 2 of camera-space normals (OpenCV axes, as the add-on
-  expects), masked pixels flat (0.5, 0.5, 1).
+  expects), masked pixels flat (0.5, 0.5, 1). Sampled and written band by band (media/png_stream.py): at
+  16384² the whole map as floats would be 3 GiB, and its bilinear sampling several times that.
 
 The writers here are shared with the cutout job, which passes a region (its selection's bounds) and a
 coverage (alpha × selection): every result is then cropped to that region, intrinsics included.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,8 @@ from ...contract import Device, InputError
 from ...contract.catalog import Family
 from ...contract.jobs import DepthPlaneParams, NormalMode
 from ..geometry.frame import GeometryFrame
-from ..media import Image, open_input, resize, write_exr, write_json, write_png
+from ..media import Image, open_input, resize, write_exr, write_json
+from ..media.png_stream import write_png_bands
 from ..models.display import display_pixels, over_black
 from ..models.moge2 import MoGe2Adapter, MoGeResult
 from .image_job import JobProgress, log_model_time, prepare_adapter
@@ -46,16 +49,19 @@ def run_depth_plane(context: Any, params: DepthPlaneParams) -> dict[str, str]:
     adapter = load_geometry(context, progress, params.model, params.device)
     progress.stage(0.08, "Reading input")
     image = source.read_still()
-    rgb = over_black(display_pixels(image))
-    result = analyse(progress, adapter, rgb, params.max_input_size, params.resolution_level)
+    result = analyse(
+        progress, adapter, over_black(display_pixels(image)), params.max_input_size, params.resolution_level
+    )
+    size, coverage = image.size, alpha_of(image)
+    del image  # the colour is analysed: only the alpha is needed at the source size (saves 3–4 GiB at 16384²)
     with OutputSet(Path(context.directory)) as outputs:
         write_geometry(
             progress,
             outputs,
             result.frame,
-            source_size=image.size,
-            coverage=alpha_of(image),
-            region=Region.whole(image.size),
+            source_size=size,
+            coverage=coverage,
+            region=Region.whole(size),
             depth=True,
             normals=NormalMode.OBJECT,
         )
@@ -151,8 +157,13 @@ def write_geometry(
         )
     if normals is not NormalMode.NONE:
         progress.stage(0.9, "Writing normal map")
-        encoded = normal_map(frame, source_size, region, coverage, normals)
-        outputs.write(f"{prefix}normal", f"{prefix}normal.png", lambda path: write_png(path, encoded))
+
+        def normal_rows(top: int, bottom: int) -> np.ndarray:
+            band = Region(region.x0, region.y0 + top, region.x1, region.y0 + bottom)
+            return normal_map(frame, source_size, band, coverage, normals)
+
+        write = partial(write_png_bands, size=region.size, rows=normal_rows, channels=3)
+        outputs.write(f"{prefix}normal", f"{prefix}normal.png", write)
 
 
 def depth_metadata(

@@ -20,11 +20,11 @@ from ...contract.catalog import Family
 from ...contract.jobs import RefineImageSelectionParams
 from ...contract.parameters import Selection
 from ..media import open_input
-from ..media.png_stream import write_png_streamed
+from ..media.png_stream import write_png_bands, write_png_streamed
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels
 from .image_job import JobProgress, log_model_time, prepare_adapter
-from .remove_background import analyse
+from .remove_background import analyse, with_alpha
 from .selection_mask import selection_region
 
 
@@ -42,8 +42,13 @@ def run_refine_selection(context: Any, params: RefineImageSelectionParams) -> di
     progress.writing()
     directory = Path(context.directory)
     write_png_streamed(directory / "alpha.png", alpha, bits=16)
-    cutout = np.concatenate([pixels[..., :3], alpha[..., None]], axis=2)
-    write_png_streamed(directory / "cutout.png", cutout, bits=image.sample_kind.png_bits)
+    write_png_bands(
+        directory / "cutout.png",
+        image.size,
+        lambda top, bottom: with_alpha(pixels[top:bottom], alpha[top:bottom]),
+        channels=4,
+        bits=image.sample_kind.png_bits,
+    )
     log_model_time(context, progress, adapter)
     return {"alpha": "alpha.png", "cutout": "cutout.png"}
 

@@ -20,7 +20,7 @@ import numpy as np
 from ...contract.catalog import Family
 from ...contract.jobs import OutputKind, RemoveBackgroundParams
 from ..media import Image, MediaKind, fit_long_edge_size, open_input, resize, write_exr
-from ..media.png_stream import write_png_streamed
+from ..media.png_stream import write_png_bands
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels, over_black
 from .frame_loop import stream_frames
@@ -45,15 +45,20 @@ def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[
             write_exr(directory / "alpha.exr", {"Y": alpha})
             result = {"alpha": "alpha.exr"}
         else:
-            foreground = np.concatenate([pixels[..., :3], alpha[..., None]], axis=2)
-            write_png_streamed(directory / "foreground.png", foreground, bits=image.sample_kind.png_bits)
+            write_png_bands(
+                directory / "foreground.png",
+                image.size,
+                lambda top, bottom: with_alpha(pixels[top:bottom], alpha[top:bottom]),
+                channels=4,
+                bits=image.sample_kind.png_bits,
+            )
             result = {"foreground": "foreground.png"}
         log_model_time(context, progress, adapter)
         return result
 
     def process(frame, last: bool, _report) -> np.ndarray:
         pixels, alpha = cut_out(adapter, frame.image, params.max_input_size, last_run=last)
-        return alpha if wants_alpha else np.concatenate([pixels[..., :3], alpha[..., None]], axis=2)
+        return alpha if wants_alpha else with_alpha(pixels, alpha)
 
     result = stream_frames(
         context,
@@ -68,6 +73,11 @@ def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[
     )
     log_model_time(context, progress, adapter)
     return result
+
+
+def with_alpha(pixels: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """Colour (H, W, 3|4) with `alpha` (H, W) as its alpha: (H, W, 4). Called per band for large stills."""
+    return np.concatenate([pixels[..., :3], alpha[..., None]], axis=2)
 
 
 def cut_out(

@@ -128,10 +128,18 @@ def to_integers(pixels: np.ndarray, bits: int) -> np.ndarray:
     return (np.clip(pixels, 0.0, 1.0) * scale + 0.5).astype(dtype)
 
 
-def from_integers(values: np.ndarray) -> np.ndarray:
-    """uint8 / uint16 code values to float32 in [0, 1]."""
-    scale = 255.0 if values.dtype == np.uint8 else 65535.0
-    return values.astype(np.float32) * np.float32(1.0 / scale)
+def from_integers(values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """uint8 / uint16 code values to float32 in [0, 1], into `out` when given (a band of a larger image).
+
+    One float32 array, scaled in place: at 16384² a second temporary would cost 3–4 GiB.
+    """
+    scale = np.float32(1.0 / (255.0 if values.dtype == np.uint8 else 65535.0))
+    if out is None:
+        out = values.astype(np.float32)
+    else:
+        out[...] = values
+    out *= scale
+    return out
 
 
 def to_rgb_or_rgba(pixels: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 import sys
 import zlib
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
@@ -119,4 +120,28 @@ def write_png_streamed(path: Path, pixels: np.ndarray, *, bits: int = 8) -> Path
     height, width, channels = values.shape
     with PngStreamWriter(path, width, height, channels=channels, bits=bits) as png:
         png.write(values)
+    return Path(path)
+
+
+BAND_PIXELS = 1 << 22  # pixels a composed band holds (64 MiB as float32 RGBA)
+
+
+def write_png_bands(
+    path: Path,
+    size: tuple[int, int],
+    rows: Callable[[int, int], np.ndarray],
+    *,
+    channels: int,
+    bits: int = 8,
+) -> Path:
+    """Atomically write a PNG of `size` (width, height) whose rows `rows(top, bottom)` composes band by band.
+
+    For results assembled from full-size parts (colour beside a matte, a normal map sampled from a smaller
+    one): concatenating them whole first would hold another full-size float copy (4 GiB at 16384² RGBA).
+    """
+    width, height = size
+    band = max(1, BAND_PIXELS // width)
+    with PngStreamWriter(path, width, height, channels=channels, bits=bits) as png:
+        for top in range(0, height, band):
+            png.write(rows(top, min(height, top + band)))
     return Path(path)

@@ -16,6 +16,8 @@ from .image import AlphaMode, Image, SampleKind
 
 __all__ = ["fit_long_edge_size", "resize", "resize_image"]
 
+RESIZE_BAND_PIXELS = 1 << 22  # output pixels per channel resampled at a time (16 MiB of float32)
+
 
 def resize(pixels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     """Resample an (H, W) or (H, W, C) float array to (width, height).
@@ -33,10 +35,28 @@ def resize(pixels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     method = PILImage.Resampling.LANCZOS if shrinking else PILImage.Resampling.BICUBIC
     planes = pixels[..., None] if pixels.ndim == 2 else pixels
     out = np.empty((height, width, planes.shape[2]), dtype=np.float32)
+    band = max(1, RESIZE_BAND_PIXELS // width)
     for channel in range(planes.shape[2]):
-        plane = np.ascontiguousarray(planes[..., channel], dtype=np.float32)
-        out[..., channel] = np.asarray(PILImage.fromarray(plane).resize((width, height), method))
+        source = PILImage.fromarray(np.ascontiguousarray(planes[..., channel], dtype=np.float32))
+        for top in range(0, height, band):
+            bottom = min(height, top + band)
+            out[top:bottom, :, channel] = _resized_rows(source, (width, height), top, bottom, method)
     return out[..., 0] if pixels.ndim == 2 else out
+
+
+def _resized_rows(source: PILImage.Image, size: tuple[int, int], top: int, bottom: int, method) -> np.ndarray:
+    """Output rows top … bottom − 1 of `source` resized to `size`, as a float32 (rows, width) array.
+
+    Pillow's `box` maps exactly those rows' span of the source onto them and still reads the filter's support
+    from the whole source, so the rows equal the same rows of a whole-image resize; only one band of output
+    (and no second full-size copy for NumPy) is ever held.
+    """
+    width, height = size
+    if (top, bottom) == (0, height):
+        return np.asarray(source.resize(size, method))
+    scale = source.height / height
+    box = (0.0, top * scale, float(source.width), bottom * scale)
+    return np.asarray(source.resize((width, bottom - top), method, box=box))
 
 
 def resize_image(image: Image, size: tuple[int, int]) -> Image:

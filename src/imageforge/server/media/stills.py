@@ -31,6 +31,7 @@ from .image import Image, SampleKind, from_integers, to_rgb_or_rgba
 # refuses above MAX_PIXELS first with a clearer message. This server process owns its Pillow settings.
 PILImage.MAX_IMAGE_PIXELS = MAX_PIXELS
 
+DECODE_BAND_PIXELS = 1 << 22  # pixels converted to float at a time (16–64 MiB)
 _EXR_MAGIC = b"\x76\x2f\x31\x01"
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _ANIMATABLE = {"GIF", "PNG", "WEBP", "AVIF"}
@@ -148,8 +149,7 @@ def _decode_with_pillow(info: StillInfo) -> np.ndarray:
                 if info.sample_kind is SampleKind.UINT16:
                     values = np.asarray(image)
                     return from_integers(np.clip(values, 0, 65535).astype(np.uint16))
-                converted = image.convert("RGBA" if info.has_alpha else "RGB")
-                return from_integers(np.asarray(converted, dtype=np.uint8))
+                return _pillow_floats(image, "RGBA" if info.has_alpha else "RGB")
     except PermissionError:
         raise
     except OSError as error:
@@ -157,6 +157,24 @@ def _decode_with_pillow(info: StillInfo) -> np.ndarray:
         raise corrupt(path, reason) from error
     except (SyntaxError, ValueError, UnidentifiedImageError) as error:
         raise corrupt(path) from error
+
+
+def _pillow_floats(image: PILImage.Image, mode: str) -> np.ndarray:
+    """An 8-bit image as float32 code values / 255 in `mode`, converted band by band into one array.
+
+    Converting the whole image first would hold a second full-size copy (another 1 GiB at 16384²) and a
+    uint8 array beside the float one; bands keep the extra memory to a few MiB.
+    """
+    width, height = image.size
+    out = np.empty((height, width, len(mode)), dtype=np.float32)
+    band = max(1, DECODE_BAND_PIXELS // max(width, 1))
+    for top in range(0, height, band):
+        bottom = min(height, top + band)
+        rows = image.crop((0, top, width, bottom))
+        if rows.mode != mode:
+            rows = rows.convert(mode)
+        from_integers(np.asarray(rows, dtype=np.uint8).reshape(bottom - top, width, len(mode)), out=out[top:bottom])
+    return out
 
 
 def _decode_with_pyav(info: StillInfo) -> np.ndarray:
