@@ -81,3 +81,26 @@ def test_a_png_composed_in_bands_equals_the_whole_image_written_at_once(tmp_path
     assert len(calls) == 15 and calls[0] == (0, 2) and calls[-1] == (28, 29)  # 2 rows a band
     banded = open_input(str(tmp_path / "banded.png")).read_still().pixels
     np.testing.assert_array_equal(banded, open_input(str(tmp_path / "whole.png")).read_still().pixels)
+
+
+@pytest.mark.parametrize("channels", [3, 4])
+def test_compositing_over_black_per_channel_equals_compositing_first(channels):
+    from imageforge.server.models.display import over_black, over_black_at
+
+    pixels = np.random.default_rng(9).random((41, 53, channels), dtype=np.float32)
+    for size in ((17, 13), (60, 90)):
+        np.testing.assert_array_equal(over_black_at(pixels, size), resample.resize(over_black(pixels), size))
+
+
+def test_resizing_straight_alpha_premultiplies_each_channel_as_the_whole_image_would():
+    from imageforge.server.media import Image, SampleKind
+
+    pixels = np.random.default_rng(11).random((23, 31, 4), dtype=np.float32)
+    pixels[:5, :, 3] = 0.0
+    alpha = pixels[..., 3:4]
+    whole = resample.resize(np.concatenate([pixels[..., :3] * alpha, alpha], axis=2), (12, 9))  # the old way
+    new_alpha = np.clip(whole[..., 3:4], 0.0, 1.0)
+    rgb = np.where(new_alpha > 1e-6, whole[..., :3] / np.where(new_alpha > 1e-6, new_alpha, 1.0), 0.0)
+    expected = np.clip(np.concatenate([rgb, new_alpha], axis=2), 0.0, 1.0)
+    resized = Image(pixels, SampleKind.UINT8).resized((12, 9))
+    np.testing.assert_array_equal(resized.pixels, expected.astype(np.float32))

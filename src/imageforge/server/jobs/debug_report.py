@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ...contract import ResourceExhaustedError
 from ...contract.catalog import Family
 from ...contract.jobs import DebugParams
 from ..media import Image, open_input, write_json, write_npz
@@ -20,6 +21,9 @@ from .image_job import JobProgress, log_model_time, prepare_adapter
 from .outputs import OutputSet
 
 A = TypeVar("A", bound=Adapter)
+# Debug arrays (the input, raw outputs and the full-size frame, then their NPZ) cost about 40 bytes a pixel:
+# 16 megapixels stay near 1 GiB, where the 268 megapixel limit of the other jobs would need about 10 GiB.
+DEBUG_MAX_PIXELS = 4096 * 4096
 
 
 def start_debug(
@@ -28,6 +32,7 @@ def start_debug(
     """The start every still-image debug job shares: check the input, load the model, read the image, time it."""
     progress = JobProgress(context)
     source = open_input(params.input, still_only=True)  # headers only: a bad file fails before any download
+    check_debug_size(source.path.name, source.width, source.height)
     started = time.perf_counter()
     adapter = prepare_adapter(context, progress, params.model, family, params.device, expect)
     timings = {"load": time.perf_counter() - started}
@@ -36,6 +41,16 @@ def start_debug(
     image = source.read_still()
     timings["read"] = time.perf_counter() - started
     return progress, adapter, image, timings
+
+
+def check_debug_size(name: str, width: int, height: int) -> None:
+    """Refuse, before any model loads, images whose full-size debug arrays would not fit the memory budget."""
+    if width * height > DEBUG_MAX_PIXELS:
+        raise ResourceExhaustedError(
+            f"Debug jobs keep every intermediate array at full size, so they take images of at most "
+            f"{DEBUG_MAX_PIXELS // 1_000_000} megapixels (4096 × 4096); '{name}' is {width} × {height}, "
+            "so scale it down first."
+        )
 
 
 def write_debug_outputs(

@@ -32,9 +32,9 @@ from ...contract import Device, InputError
 from ...contract.catalog import Family
 from ...contract.jobs import DepthPlaneParams, NormalMode
 from ..geometry.frame import GeometryFrame
-from ..media import Image, open_input, resize, write_exr, write_json
+from ..media import Image, fit_long_edge_size, open_input, resize, write_exr, write_json
 from ..media.png_stream import write_png_bands
-from ..models.display import display_pixels, over_black
+from ..models.display import display_pixels, over_black, over_black_at
 from ..models.moge2 import MoGe2Adapter, MoGeResult
 from .image_job import JobProgress, log_model_time, prepare_adapter
 from .outputs import OutputSet
@@ -49,11 +49,10 @@ def run_depth_plane(context: Any, params: DepthPlaneParams) -> dict[str, str]:
     adapter = load_geometry(context, progress, params.model, params.device)
     progress.stage(0.08, "Reading input")
     image = source.read_still()
-    result = analyse(
-        progress, adapter, over_black(display_pixels(image)), params.max_input_size, params.resolution_level
-    )
+    rgb = geometry_rgb(display_pixels(image), params.max_input_size)
+    result = analyse(progress, adapter, rgb, params.max_input_size, params.resolution_level)
     size, coverage = image.size, alpha_of(image)
-    del image  # the colour is analysed: only the alpha is needed at the source size (saves 3–4 GiB at 16384²)
+    del image, rgb  # the colour is analysed: only the alpha is needed at the source size (saves 3–4 GiB at 16384²)
     with OutputSet(Path(context.directory)) as outputs:
         write_geometry(
             progress,
@@ -67,6 +66,16 @@ def run_depth_plane(context: Any, params: DepthPlaneParams) -> dict[str, str]:
         )
     log_model_time(context, progress, adapter)
     return outputs.result
+
+
+def geometry_rgb(pixels: np.ndarray, max_input_size: int) -> np.ndarray:
+    """Display pixels over black at MoGe-2's analysis size: what the adapter's prepare makes of them (its own
+    resize is then a no-op), composited per channel so no full-size RGB copy is made (3 GiB at 16384²)."""
+    height, width = pixels.shape[:2]
+    analysed = fit_long_edge_size((width, height), max_input_size)
+    if analysed == (width, height):
+        return over_black(pixels)
+    return np.clip(over_black_at(pixels, analysed), 0.0, 1.0)
 
 
 def load_geometry(context: Any, progress: JobProgress, model: str | None, device: Device) -> MoGe2Adapter:

@@ -19,10 +19,10 @@ import numpy as np
 
 from ...contract.catalog import Family
 from ...contract.jobs import OutputKind, RemoveBackgroundParams
-from ..media import Image, MediaKind, fit_long_edge_size, open_input, resize, write_exr
+from ..media import Image, MediaKind, fit_long_edge_size, open_input, write_exr
 from ..media.png_stream import write_png_bands
 from ..models.ben2 import Ben2Adapter
-from ..models.display import display_pixels, over_black
+from ..models.display import display_pixels, over_black, over_black_at
 from .frame_loop import stream_frames
 from .image_job import JobProgress, log_model_time, prepare_adapter
 
@@ -92,16 +92,21 @@ def analyse(adapter: Ben2Adapter, pixels: np.ndarray, max_input_size: int, *, la
     """The BEN2 matte of display pixels (H, W, 3|4) at their own size, analysed at most `max_input_size`."""
     height, width = pixels.shape[:2]
     source_alpha = pixels[..., 3] if pixels.shape[2] == 4 else None
-    rgb = analysed_rgb(adapter, pixels, max_input_size)
+    model_height, model_width = adapter.input_size
+    if max_input_size >= max(adapter.input_size) and width * height > model_width * model_height:
+        # Exactly what the adapter's preprocess makes of the full-size pixels (its resize is then a no-op),
+        # without a full-size RGB copy of an RGBA image.
+        rgb = np.clip(over_black_at(pixels, (model_width, model_height)), 0.0, 1.0)
+    else:
+        rgb = analysed_rgb(adapter, pixels, max_input_size)
     return adapter.matte(rgb, (width, height), source_alpha, last_run=last_run)
 
 
 def analysed_rgb(adapter: Ben2Adapter, pixels: np.ndarray, max_input_size: int) -> np.ndarray:
     """What BEN2 is given: the pixels over black, reduced to `max_input_size` when that is below its input."""
     height, width = pixels.shape[:2]
-    rgb = over_black(pixels)
     if max_input_size < max(adapter.input_size):
         limited = fit_long_edge_size((width, height), max_input_size)
         if limited != (width, height):
-            rgb = np.clip(resize(rgb, limited), 0.0, 1.0)
-    return rgb
+            return np.clip(over_black_at(pixels, limited), 0.0, 1.0)
+    return over_black(pixels)

@@ -63,9 +63,12 @@ def resize_image(image: Image, size: tuple[int, int]) -> Image:
     """Resample an Image, premultiplying straight alpha around the filter and clamping integer sources."""
     pixels = image.pixels
     if image.has_alpha and image.alpha_mode is AlphaMode.STRAIGHT:
-        alpha = pixels[..., 3:4]
-        premultiplied = np.concatenate([pixels[..., :3] * alpha, alpha], axis=2)
-        scaled = resize(premultiplied, size)
+        # Premultiplied one channel at a time: a premultiplied copy of the whole image would be 4 GiB at 16384².
+        width, height = size
+        scaled = np.empty((height, width, 4), dtype=np.float32)
+        for channel in range(3):
+            scaled[..., channel] = resize(pixels[..., channel] * pixels[..., 3], size)
+        scaled[..., 3] = resize(pixels[..., 3], size)
         new_alpha = np.clip(scaled[..., 3:4], 0.0, 1.0)
         safe = np.where(new_alpha > 1e-6, new_alpha, 1.0)
         rgb = np.where(new_alpha > 1e-6, scaled[..., :3] / safe, 0.0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..media import Image, SampleKind
+from ..media import Image, SampleKind, resize
 
 
 def srgb_encode(linear: np.ndarray) -> np.ndarray:
@@ -37,3 +37,18 @@ def over_black(pixels: np.ndarray) -> np.ndarray:
     if pixels.shape[2] == 3:
         return pixels
     return pixels[..., :3] * pixels[..., 3:4]
+
+
+def over_black_at(pixels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """`resize(over_black(pixels), size)`, composited one channel at a time.
+
+    The same values, without the full-size RGB copy over_black makes of an RGBA image (3 GiB at 16384²)
+    when all a model needs is its analysis size.
+    """
+    if pixels.shape[2] == 3:
+        return resize(pixels, size)
+    width, height = size
+    out = np.empty((height, width, 3), dtype=np.float32)
+    for channel in range(3):
+        out[..., channel] = resize(pixels[..., channel] * pixels[..., 3], size)
+    return out
