@@ -59,7 +59,9 @@ def test_a_still_decoded_in_bands_equals_its_whole_conversion(tmp_path, small_ba
 def test_resampling_in_bands_equals_resampling_the_whole_image(small_bands, source, size):
     pixels = np.random.default_rng(7).random((*source, 3), dtype=np.float32)
     banded = resample.resize(pixels, size)
-    plane = resample.resize(pixels[..., 0], size)
+    plane = resample.resize(pixels[..., 0], size)  # a strided channel: Pillow's image is filled band by band
+    contiguous = resample.resize(np.ascontiguousarray(pixels[..., 0]), size)  # handed to Pillow at once
+    np.testing.assert_array_equal(plane, contiguous)
     small_bands()
     whole = resample.resize(pixels, size)
     assert banded.shape == whole.shape == (size[1], size[0], 3)

@@ -37,11 +37,24 @@ def resize(pixels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     out = np.empty((height, width, planes.shape[2]), dtype=np.float32)
     band = max(1, RESIZE_BAND_PIXELS // width)
     for channel in range(planes.shape[2]):
-        source = PILImage.fromarray(np.ascontiguousarray(planes[..., channel], dtype=np.float32))
+        source = _pillow_plane(planes[..., channel])
         for top in range(0, height, band):
             bottom = min(height, top + band)
             out[top:bottom, :, channel] = _resized_rows(source, (width, height), top, bottom, method)
     return out[..., 0] if pixels.ndim == 2 else out
+
+
+def _pillow_plane(plane: np.ndarray) -> PILImage.Image:
+    """One channel as a Pillow float image, filled band by band: Pillow copies whatever it is given, so a
+    contiguous copy of the whole channel first would cost another full plane (1 GiB at 16384²)."""
+    height, width = plane.shape
+    if plane.flags.c_contiguous and plane.dtype == np.float32:
+        return PILImage.fromarray(plane)
+    image = PILImage.new("F", (width, height))
+    band = max(1, RESIZE_BAND_PIXELS // width)
+    for top in range(0, height, band):
+        image.paste(PILImage.fromarray(np.ascontiguousarray(plane[top : top + band], dtype=np.float32)), (0, top))
+    return image
 
 
 def _resized_rows(source: PILImage.Image, size: tuple[int, int], top: int, bottom: int, method) -> np.ndarray:
