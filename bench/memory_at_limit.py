@@ -43,6 +43,7 @@ CASES: dict[str, tuple[str, dict]] = {
         "generate-cutout-artifacts",
         {"selection": {"box": BOX}, "refine": True, "generate_depth": True, "normal_mode": "object"},
     ),
+    "inpaint-image": ("inpaint-image", {"selection": {"box": BOX}}),
     "generate-multiview-cameras 2 frames": ("generate-multiview-cameras", {"input": "frames"}),
     "debug-ben2 (refused above 4096²)": ("debug-ben2", {}),
 }

@@ -73,10 +73,12 @@ def inpaint_pixels(
     *,
     last_run: bool = True,
     log: Callable[[str], None] = lambda _message: None,
+    in_place: bool = False,
 ) -> np.ndarray:
     """A copy of display `pixels` (H, W, 3|4) with the colour under `weight` (H, W) in [0, 1] filled.
 
-    Alpha, if any, is kept as it is. Pixels with weight 0 keep their exact values.
+    Alpha, if any, is kept as it is. Pixels with weight 0 keep their exact values. `in_place` fills `pixels`
+    itself and returns it: a copy of a 16384² image would be another 3–4 GiB.
     """
     crop = hole_crop(weight)
     rows, columns = crop.slices
@@ -91,7 +93,7 @@ def inpaint_pixels(
         reduced = np.clip(resize(region, analysed), 0.0, 1.0)
         reduced_hole = resize(local.astype(np.float32), analysed) > ANALYSED_HOLE
         filled = np.clip(resize(adapter.inpaint(reduced, reduced_hole, last_run=last_run), crop.size), 0.0, 1.0)
-    result = pixels.copy()
+    result = pixels if in_place else pixels.copy()
     fill = local[..., None]
     result[rows, columns, :3] = np.where(fill > 0, region + (filled - region) * fill, region)
     return result

@@ -54,7 +54,7 @@ def run_inpaint_image(context: Any, params: InpaintImageParams) -> dict[str, str
     hole_crop(weight)  # an empty mask is the user's to fix, said before the model runs
     pixels = display_pixels(image)
     progress.running(0.0, "Inpainting")
-    filled = inpaint_pixels(adapter, pixels, weight, params.max_input_size, log=context.log)
+    filled = inpaint_pixels(adapter, pixels, weight, params.max_input_size, log=context.log, in_place=True)
     progress.writing()
     write_png_streamed(Path(context.directory) / "inpaint.png", filled, bits=image.sample_kind.png_bits)
     log_model_time(context, progress, adapter)
