@@ -13,8 +13,9 @@ import pytest
 from PIL import Image as PILImage
 
 from imageforge.contract import JobId
+from imageforge.server.jobs import hole_fill
 from imageforge.server.media import png_stream, resample, stills
-from tests.kit.onnx_models import build_ben2, build_moge2
+from tests.kit.onnx_models import build_ben2, build_lama, build_moge2
 
 from .geometry_kit import (  # noqa: F401  (fixtures)
     catalog_entry,
@@ -24,7 +25,12 @@ from .geometry_kit import (  # noqa: F401  (fixtures)
     write_rgba,
 )
 
-BAND_SIZES = (("DECODE_BAND_PIXELS", stills), ("RESIZE_BAND_PIXELS", resample), ("BAND_PIXELS", png_stream))
+BAND_SIZES = (
+    ("DECODE_BAND_PIXELS", stills),
+    ("RESIZE_BAND_PIXELS", resample),
+    ("BAND_PIXELS", png_stream),
+    ("BLEND_BAND_PIXELS", hole_fill),
+)
 
 
 @pytest.fixture
@@ -33,8 +39,10 @@ def kit_models(use_catalog, storage_root: Path) -> None:
         [
             catalog_entry("KIT_MOGE2", "geometry", "moge2"),
             catalog_entry("KIT_BEN2", "background", "ben2", normalization="none"),
+            catalog_entry("KIT_LAMA", "inpaint", "lama"),
         ]
     )
+    build_lama(model_path(storage_root, "KIT_LAMA"))
     build_moge2(model_path(storage_root, "KIT_MOGE2"), focal=1.1, shift=0.8, plane=(3.0, 0.45), metric_scale=1.7)
     build_ben2(model_path(storage_root, "KIT_BEN2"), size=64, function="luma")
 
@@ -71,6 +79,7 @@ def run_twice(jobs, monkeypatch, job: JobId, parameters: dict) -> tuple[dict, di
     [
         (JobId.GENERATE_DEPTH_PLANE_GEOMETRY, {"max_input_size": 32}),  # the normal map is sampled up ×2
         (JobId.REMOVE_BACKGROUND, {}),
+        (JobId.INPAINT_IMAGE, {"selection": {"box": [20, 4, 50, 40]}, "max_input_size": 32}),  # blended in bands
         (JobId.REFINE_IMAGE_SELECTION, {"selection": {"box": [20, 4, 50, 40]}}),
         (
             JobId.GENERATE_CUTOUT_ARTIFACTS,

@@ -65,6 +65,9 @@ def hole_crop(weight: np.ndarray, context_fraction: float = CONTEXT_FRACTION) ->
     return Region(max(0, x0 - context), max(0, y0 - context), min(width, x1 + context), min(height, y1 + context))
 
 
+BLEND_BAND_PIXELS = 1 << 22  # pixels blended at a time (a whole 8192² hole would need ~3 GiB of temporaries)
+
+
 def inpaint_pixels(
     adapter: LamaAdapter,
     pixels: np.ndarray,
@@ -92,8 +95,13 @@ def inpaint_pixels(
     else:
         reduced = np.clip(resize(region, analysed), 0.0, 1.0)
         reduced_hole = resize(local.astype(np.float32), analysed) > ANALYSED_HOLE
-        filled = np.clip(resize(adapter.inpaint(reduced, reduced_hole, last_run=last_run), crop.size), 0.0, 1.0)
+        filled = resize(adapter.inpaint(reduced, reduced_hole, last_run=last_run), crop.size)
+        np.clip(filled, 0.0, 1.0, out=filled)
     result = pixels if in_place else pixels.copy()
-    fill = local[..., None]
-    result[rows, columns, :3] = np.where(fill > 0, region + (filled - region) * fill, region)
+    band = max(1, BLEND_BAND_PIXELS // max(crop.size[0], 1))
+    for top in range(0, crop.size[1], band):  # in bands: the blend's temporaries of a large hole stay small
+        here = slice(top, top + band)
+        fill, kept = local[here, :, None], region[here]
+        rows_here = slice(rows.start + top, rows.start + top + kept.shape[0])
+        result[rows_here, columns, :3] = np.where(fill > 0, kept + (filled[here] - kept) * fill, kept)
     return result
