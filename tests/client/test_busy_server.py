@@ -39,6 +39,7 @@ def test_a_job_whose_session_is_slow_to_create_is_followed_to_its_end(hub, serve
 
     runtime = make_runtime(server_storage)
     latencies: list[float] = []
+    panel_states: set[tuple[str, str | None]] = set()
     statuses: list[tuple[float, dict]] = []
     stop = threading.Event()
     try:
@@ -54,8 +55,15 @@ def test_a_job_whose_session_is_slow_to_create_is_followed_to_its_end(hub, serve
                 except RuntimeError:
                     latencies.append(math.inf)
 
+        def poll_like_the_panel() -> None:  # BlendJob's timer in Blender: the Server panel's state
+            while not stop.wait(0.3):
+                runtime.server.poll(available=True)
+                panel_states.add((runtime.server.snapshot["state"], runtime.server.snapshot.get("message")))
+
         prober = threading.Thread(target=poll_health)
         prober.start()
+        panel = threading.Thread(target=poll_like_the_panel)
+        panel.start()
         result = run_job(
             runtime,
             "remove-background",
@@ -64,6 +72,7 @@ def test_a_job_whose_session_is_slow_to_create_is_followed_to_its_end(hub, serve
         )
         stop.set()
         prober.join()
+        panel.join()
         (loaded,) = runtime.server.health()["resources"]["models"]["loaded"]
     finally:
         stop.set()
@@ -79,3 +88,5 @@ def test_a_job_whose_session_is_slow_to_create_is_followed_to_its_end(hub, serve
     assert waited and all(s["state"] == "running" for s in waited)
     assert longest_poll < loaded["load_seconds"] / 2  # the caller was never held for the whole creation
     assert math.inf not in latencies  # slow answers, never lost ones
+    assert ("BUSY", "Busy (the server is loading a model)") in panel_states
+    assert not {state for state, _message in panel_states} & {"STARTING", "STOPPED", "ERROR"}  # never "started" again

@@ -331,6 +331,18 @@ class ImageForgeServerController(ServerController):
         super()._close_finished_process()
 
     def poll(self, *, available: bool = True) -> float:
+        """BlendJob's panel poll, except that a living server that is slow to answer (creating a session holds
+        its GIL) reads as busy instead of being "started" again, and a server that fails its proof as ERROR."""
+        if available and self.connection is not None and self.process is not None and self.process.poll() is None:
+            try:
+                self.health(timeout=0.5)
+                return 5.0
+            except ServerIdentityError as error:
+                self.snapshot = {"state": "ERROR", "message": str(error)}
+                return 2.0
+            except RuntimeError:
+                self.snapshot = {**self.snapshot, "state": "BUSY", "message": "Busy (the server is loading a model)"}
+                return 1.0
         interval = super().poll(available=available)
         if available and self.crash_message and self.process is None:
             self.snapshot = {"state": "ERROR", "message": self.crash_message}
