@@ -21,6 +21,7 @@ import numpy as np
 
 from ...contract import InputError
 from ..media import fit_long_edge_size, resize
+from ..media.resample import resized_rows
 from ..models.lama import LamaAdapter
 from .depth_plane import Region
 from .selection_mask import dilate
@@ -91,17 +92,20 @@ def inpaint_pixels(
     box = (crop.x0, crop.y0, crop.x1, crop.y1)
     log(f"Inpainting crop {box} (x0, y0, x1, y1) analysed at {analysed[0]}×{analysed[1]}")
     if analysed == crop.size:
-        filled = adapter.inpaint(region, local > 0, last_run=last_run)
+        whole = adapter.inpaint(region, local > 0, last_run=last_run)
+        fill_rows = lambda top, bottom: whole[top:bottom]  # noqa: E731
     else:
         reduced = np.clip(resize(region, analysed), 0.0, 1.0)
         reduced_hole = resize(local.astype(np.float32), analysed) > ANALYSED_HOLE
-        filled = resize(adapter.inpaint(reduced, reduced_hole, last_run=last_run), crop.size)
-        np.clip(filled, 0.0, 1.0, out=filled)
+        # Brought back to the crop's size band by band: at 16384² the whole fill would be another 3 GiB.
+        resized = resized_rows(adapter.inpaint(reduced, reduced_hole, last_run=last_run), crop.size)
+        fill_rows = lambda top, bottom: np.clip(resized(top, bottom), 0.0, 1.0)  # noqa: E731
     result = pixels if in_place else pixels.copy()
     band = max(1, BLEND_BAND_PIXELS // max(crop.size[0], 1))
     for top in range(0, crop.size[1], band):  # in bands: the blend's temporaries of a large hole stay small
         here = slice(top, top + band)
         fill, kept = local[here, :, None], region[here]
         rows_here = slice(rows.start + top, rows.start + top + kept.shape[0])
-        result[rows_here, columns, :3] = np.where(fill > 0, kept + (filled[here] - kept) * fill, kept)
+        filled = fill_rows(top, top + kept.shape[0])
+        result[rows_here, columns, :3] = np.where(fill > 0, kept + (filled - kept) * fill, kept)
     return result

@@ -8,13 +8,15 @@ into the edges as dark or bright fringes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from PIL import Image as PILImage
 
 from ...contract.sizes import fit_long_edge_size
 from .image import AlphaMode, Image, SampleKind
 
-__all__ = ["fit_long_edge_size", "resize", "resize_image"]
+__all__ = ["fit_long_edge_size", "resize", "resize_image", "resized_rows"]
 
 RESIZE_BAND_PIXELS = 1 << 22  # output pixels per channel resampled at a time (16 MiB of float32)
 
@@ -31,8 +33,7 @@ def resize(pixels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     source_height, source_width = pixels.shape[:2]
     if (source_width, source_height) == (width, height):
         return np.asarray(pixels, dtype=np.float32)
-    shrinking = width * height < source_width * source_height
-    method = PILImage.Resampling.LANCZOS if shrinking else PILImage.Resampling.BICUBIC
+    method = _method((source_width, source_height), size)
     planes = pixels[..., None] if pixels.ndim == 2 else pixels
     out = np.empty((height, width, planes.shape[2]), dtype=np.float32)
     band = max(1, RESIZE_BAND_PIXELS // width)
@@ -42,6 +43,29 @@ def resize(pixels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
             bottom = min(height, top + band)
             out[top:bottom, :, channel] = _resized_rows(source, (width, height), top, bottom, method)
     return out[..., 0] if pixels.ndim == 2 else out
+
+
+def resized_rows(pixels: np.ndarray, size: tuple[int, int]) -> Callable[[int, int], np.ndarray]:
+    """`rows(top, bottom)`: those rows of `resize(pixels, size)` (equal to ~1e-5), for a small source whose
+    resized result is too large to hold whole (a model's 1024² output brought back to a 16384² crop)."""
+    source_height, source_width = pixels.shape[:2]
+    method = _method((source_width, source_height), size)
+    planes = pixels[..., None] if pixels.ndim == 2 else pixels
+    sources = [_pillow_plane(planes[..., channel]) for channel in range(planes.shape[2])]
+
+    def rows(top: int, bottom: int) -> np.ndarray:
+        out = np.empty((bottom - top, size[0], len(sources)), dtype=np.float32)
+        for channel, source in enumerate(sources):
+            out[..., channel] = _resized_rows(source, size, top, bottom, method)
+        return out[..., 0] if pixels.ndim == 2 else out
+
+    return rows
+
+
+def _method(source: tuple[int, int], size: tuple[int, int]) -> PILImage.Resampling:
+    """Lanczos when shrinking (sharp, alias-free), bicubic when enlarging (less ringing on masks)."""
+    shrinking = size[0] * size[1] < source[0] * source[1]
+    return PILImage.Resampling.LANCZOS if shrinking else PILImage.Resampling.BICUBIC
 
 
 def _pillow_plane(plane: np.ndarray) -> PILImage.Image:
