@@ -1,14 +1,17 @@
 """Run a per-frame function over a video or frame sequence and write the results as the job asked.
 
 Frames stream one at a time (decode → model → encode), so memory does not grow with the clip's length.
-Each frame reports "Frame i/n" and checks cancellation; the last frame is told so that the model's
-arena is shrunk only then. Results are a video (the source's codec family, frame rate, timestamps and
+Each frame reports "Frame i/n · 2 m 10 s left" (the estimate from the frames the model ran on so far)
+and checks cancellation; the last frame is told so that the model's arena is shrunk only then. With a
+FrameCache (jobs/frame_cache.py) every finished frame is kept, and frames an earlier, cancelled run
+finished are taken from it instead of running the model again. Results are a video (the source's codec family, frame rate, timestamps and
 audio; see media/video_plan.py) or a numbered PNG sequence (always lossless, always keeps alpha). A
 video family that cannot store transparency gets the result over black, and the job says so.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -18,6 +21,7 @@ import numpy as np
 
 from ...contract.jobs import SequenceOutput
 from ..media import Frame, MediaSource, PngSequenceWriter, VideoWriter, plan_video_output
+from .frame_cache import FrameCache
 from .image_job import JobProgress
 
 Report = Callable[[float, str], None]  # (fraction of this frame done, detail such as "tile 3/12")
@@ -36,30 +40,44 @@ def stream_frames(
     alpha: bool,
     bits: int,
     process: ProcessFrame,
+    cache: FrameCache | None = None,
 ) -> dict[str, str]:
     """Process every frame of `source`; returns {result: file name in the job folder}.
 
     `size` is the (width, height) of the frames `process` returns; `alpha` says whether they carry
-    meaningful transparency; `bits` is the PNG depth for sequence output.
+    meaningful transparency; `bits` is the PNG depth for sequence output. `cache` (optional) keeps every
+    processed frame and supplies the ones an earlier run finished; it is discarded once the result is written.
     """
     directory = Path(context.directory)
     total = max(source.frame_count, 1)
+    timing = _FrameTiming(total)
 
     def frames(write: Callable[[Frame, np.ndarray], None]) -> None:
         for frame in source.frames():
             index = min(frame.index, total - 1)
 
             def report(done: float, detail: str, index: int = index) -> None:
-                suffix = f" · {detail}" if detail else ""
-                progress.running((index + done) / total, f"Frame {index + 1}/{total}{suffix}")
+                parts = [f"Frame {index + 1}/{total}", timing.left(index, done), detail]
+                progress.running((index + done) / total, " · ".join(part for part in parts if part))
 
             report(0.0, "")
-            write(frame, process(frame, frame.index >= total - 1, report))
+            cached = cache.get(frame.index) if cache is not None else None
+            if cached is not None:
+                timing.reused += 1
+                write(frame, cached)
+                continue
+            started = time.perf_counter()
+            pixels = process(frame, frame.index >= total - 1, report)
+            timing.ran(time.perf_counter() - started)
+            if cache is not None:
+                cache.put(frame.index, pixels)
+            write(frame, pixels)
 
     if sequence_output is SequenceOutput.PNG_SEQUENCE:
         with PngSequenceWriter(directory / result, bits=bits) as writer:
             frames(lambda frame, pixels: writer.write(frame.number, pixels))
             progress.writing()
+        _finish(context, cache, timing)
         return {result: writer.first_file.relative_to(directory).as_posix()}
 
     plan = plan_video_output(source.video, size=size, alpha=alpha, frame_rate=source.frame_rate or DEFAULT_FRAME_RATE)
@@ -76,4 +94,44 @@ def stream_frames(
         frames(lambda frame, pixels: writer.write(pixels, frame.pts))
         progress.writing()
     context.log(f"Wrote {writer.frames_written} frames with {plan.encoder} ({plan.pix_fmt}) to {path.name}")
+    _finish(context, cache, timing)
     return {result: path.name}
+
+
+def _finish(context: Any, cache: FrameCache | None, timing: _FrameTiming) -> None:
+    if timing.reused:
+        context.log(f"Reused {timing.reused} frame(s) an earlier run of this job finished")
+    if cache is not None:
+        cache.discard()  # the result holds every frame now
+
+
+class _FrameTiming:
+    """Seconds per frame the model ran on, for "2 m 10 s left"; reused frames cost next to nothing."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.computed = 0
+        self.seconds = 0.0
+        self.reused = 0
+
+    def ran(self, seconds: float) -> None:
+        self.computed += 1
+        self.seconds += seconds
+
+    def left(self, index: int, done: float) -> str:
+        if not self.computed:
+            return ""
+        remaining = (self.total - index - done) * self.seconds / self.computed
+        return f"{format_duration(remaining)} left"
+
+
+def format_duration(seconds: float) -> str:
+    """"2 m 10 s", "45 s", "1 h 05 m": what a status bar has room for."""
+    whole = max(0, round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} m"
+    if minutes:
+        return f"{minutes} m {secs:02d} s"
+    return f"{secs} s"

@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 
 from ...contract.catalog import Family
-from ...contract.jobs import OutputKind, RemoveBackgroundParams
+from ...contract.jobs import JobId, OutputKind, RemoveBackgroundParams
 from ..media import Image, MediaKind, fit_long_edge_size, open_input, write_exr
 from ..media.png_stream import write_png_bands
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels, over_black, over_black_at
+from .frame_cache import open_frame_cache
 from .frame_loop import stream_frames
 from .image_job import JobProgress, log_model_time, prepare_adapter
 
@@ -70,6 +71,7 @@ def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[
         alpha=not wants_alpha,
         bits=16 if wants_alpha else source.sample_kind.png_bits,
         process=process,
+        cache=open_frame_cache(context.storage_root, JobId.REMOVE_BACKGROUND, params, source, adapter.entry),
     )
     log_model_time(context, progress, adapter)
     return result

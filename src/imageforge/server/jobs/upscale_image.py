@@ -14,11 +14,12 @@ from typing import Any
 import numpy as np
 
 from ...contract.catalog import Family
-from ...contract.jobs import UpscaleImageParams
+from ...contract.jobs import JobId, UpscaleImageParams
 from ..media import Image, MediaKind, fit_long_edge_size, open_input
 from ..media.png_stream import PngStreamWriter
 from ..models.display import display_pixels
 from ..models.upscale import UpscaleAdapter, UpscalePlan
+from .frame_cache import open_frame_cache
 from .frame_loop import Report, stream_frames
 from .image_job import JobProgress, log_model_time, prepare_adapter
 
@@ -77,6 +78,7 @@ def run_upscale_image(context: Any, params: UpscaleImageParams) -> dict[str, str
         alpha=source.has_alpha,
         bits=source.sample_kind.png_bits,
         process=process,
+        cache=open_frame_cache(context.storage_root, JobId.UPSCALE_IMAGE, params, source, adapter.entry),
     )
     log_model_time(context, progress, adapter)
     return result

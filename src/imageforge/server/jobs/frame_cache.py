@@ -1,0 +1,141 @@
+"""Resume for video and sequence jobs: finished frames kept outside the job folder so a re-run reuses them.
+
+A job folder is new for every submission and is emptied when a job fails or is cancelled, so frames that
+must survive a cancel live in `<storage>/frame-cache/<key>/`, where `key` is a SHA-256 of
+
+- the job id and every parameter that changes pixels (not `device` or `sequence_output`),
+- the input: its resolved path, size and modification time (for a sequence, every frame file's),
+- the model: its catalog key and each file's declared SHA-256 (or, without one, its size and time on disk).
+
+Each frame is stored after the model ran on it, as `<index>.npz` (the [0, 1] pixels quantised to 16 bits,
+compressed, written atomically), so a re-run of the same job on the same input with the same settings
+decodes the frame, finds its result and skips the model. Results are at most 16-bit, so a reused frame
+lands on the same code values as a fresh one (8-bit: identical except within 0.002 of a rounding step).
+
+Retention: a cache is deleted as soon as its job has written its result (the result is in the job folder
+then), and every cache not used for `MAX_AGE_DAYS` is deleted when the next video or sequence job starts.
+A cancelled or failed job's frames therefore wait a week for a re-run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...contract.catalog import ModelEntry
+from ..downloads.store import file_path
+from ..media import MediaSource
+from ..media.atomic import atomic_file
+
+CACHE_FOLDER = "frame-cache"
+MAX_AGE_DAYS = 7.0
+FORMAT = 1  # bump when what a cached frame means changes
+NOT_PIXEL_PARAMETERS = frozenset({"input", "device", "sequence_output"})
+_LEVELS = 65535.0
+
+
+@dataclass(frozen=True)
+class FrameCache:
+    directory: Path
+
+    def _path(self, index: int) -> Path:
+        return self.directory / f"{index:06d}.npz"
+
+    def get(self, index: int) -> np.ndarray | None:
+        """The stored result of frame `index` as float32 [0, 1], or None (a damaged file counts as missing)."""
+        path = self._path(index)
+        if not path.is_file():
+            return None
+        try:
+            with np.load(path) as stored:
+                return stored["pixels"].astype(np.float32) / np.float32(_LEVELS)
+        except (OSError, ValueError, KeyError, EOFError):
+            path.unlink(missing_ok=True)
+            return None
+
+    def put(self, index: int, pixels: np.ndarray) -> None:
+        codes = np.rint(np.clip(pixels, 0.0, 1.0) * _LEVELS).astype(np.uint16)
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, pixels=codes)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with atomic_file(self._path(index)) as temporary:
+            temporary.write_bytes(buffer.getvalue())
+
+    def discard(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def open_frame_cache(
+    storage_root: Path, job: str, params: Any, source: MediaSource, model: ModelEntry
+) -> FrameCache:
+    """The cache of this job, input, settings and model; prunes caches unused for `MAX_AGE_DAYS` first."""
+    root = Path(storage_root) / CACHE_FOLDER
+    prune(root)
+    digest = hashlib.sha256(
+        json.dumps(
+            {
+                "format": FORMAT,
+                "job": job,
+                "parameters": pixel_parameters(params),
+                "input": input_fingerprint(source),
+                "model": model_fingerprint(storage_root, model),
+            },
+            sort_keys=True,
+        ).encode("utf-8")
+    ).hexdigest()
+    directory = root / digest[:32]
+    if directory.is_dir():
+        os.utime(directory)  # used now: retention counts from the last use
+    return FrameCache(directory)
+
+
+def pixel_parameters(params: Any) -> dict[str, Any]:
+    return {
+        name: value.value if isinstance(value, Enum) else value
+        for name, value in asdict(params).items()
+        if name not in NOT_PIXEL_PARAMETERS
+    }
+
+
+def input_fingerprint(source: MediaSource) -> list[list[Any]]:
+    files = list(source.sequence.files) if source.sequence is not None else [source.path]
+    return [_stat_entry(path) for path in files]
+
+
+def model_fingerprint(storage_root: Path, model: ModelEntry) -> list[Any]:
+    files = []
+    for item in model.files:
+        files.append([item.path, item.sha256] if item.sha256 else _stat_entry(file_path(storage_root, model, item)))
+    return [model.key, files]
+
+
+def _stat_entry(path: Path) -> list[Any]:
+    resolved = Path(path).resolve()
+    info = resolved.stat()
+    return [str(resolved), info.st_size, info.st_mtime_ns]
+
+
+def prune(root: Path, *, now: float | None = None) -> list[Path]:
+    """Delete caches whose folder was last used more than `MAX_AGE_DAYS` ago; returns what went."""
+    if not root.is_dir():
+        return []
+    limit = (time.time() if now is None else now) - MAX_AGE_DAYS * 86400.0
+    removed = []
+    for entry in root.iterdir():
+        try:
+            if entry.is_dir() and entry.stat().st_mtime < limit:
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry)
+        except OSError:
+            continue
+    return removed

@@ -1,0 +1,139 @@
+"""Resume: a cancelled video or sequence job re-run with the same input and settings reuses its finished frames
+(jobs/frame_cache.py). The kit models count their runs in the job log ("Model ran n time(s)")."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from blendjob.server import JobCancelled
+from PIL import Image as PILImage
+
+from imageforge.server.jobs.frame_cache import CACHE_FOLDER, MAX_AGE_DAYS, prune
+from imageforge.server.jobs.frame_loop import format_duration
+
+from .conftest import write_video
+
+
+PROBE_RUNS = {"remove-background": 0, "upscale-image": 1}  # the kit upscaler declares no scale: one probe a job
+
+
+def frames_run(context, job: str = "upscale-image") -> int:
+    """Frames the model ran on, from the job log's "Model ran n time(s)" (one run per frame, one tile)."""
+    return int(re.search(r"Model ran (\d+) time\(s\)", context.log_text).group(1)) - PROBE_RUNS[job]
+
+
+def shot(folder: Path, count: int = 5) -> Path:
+    folder.mkdir()
+    for number in range(1, count + 1):
+        pixels = np.zeros((32, 48, 3), dtype=np.uint8)
+        pixels[:, : 8 * number] = 220  # a moving edge: every frame differs
+        pixels[..., 2] = 30 * number
+        PILImage.fromarray(pixels).save(folder / f"shot_{number:04d}.png")
+    return folder
+
+
+def cancel_at(frame: str):
+    return lambda message: message.startswith(f"Frame {frame} ")
+
+
+def cached_frames(storage_root: Path) -> int:
+    """Frames in the one cache there is; they are numbered from the first frame without gaps."""
+    (cache,) = caches(storage_root)
+    names = sorted(path.name for path in cache.iterdir())
+    assert names == [f"{index:06d}.npz" for index in range(len(names))]
+    return len(names)
+
+
+def caches(storage_root: Path) -> list[Path]:
+    root = storage_root / CACHE_FOLDER
+    return sorted(root.iterdir()) if root.is_dir() else []
+
+
+@pytest.mark.parametrize(
+    ("job", "parameters", "result"),
+    [
+        ("remove-background", {"sequence_output": "png_sequence"}, "foreground"),
+        ("upscale-image", {"sequence_output": "png_sequence", "scale": 2}, "upscale"),
+    ],
+)
+def test_a_cancelled_job_rerun_reuses_its_finished_frames(run_job, storage_root, tmp_path, job, parameters, result):
+    source = shot(tmp_path / "shot")
+    request = {"input": str(source), **parameters}
+    fresh, fresh_context = run_job(job, request)  # the reference: every frame computed
+    assert frames_run(fresh_context, job) == 5
+    assert caches(storage_root) == []  # a finished job leaves no cache behind
+
+    with pytest.raises(JobCancelled):
+        run_job(job, request, cancel_when=cancel_at("3/5"))  # stops during or right after frame 3
+    finished = cached_frames(storage_root)
+    assert finished in (2, 3)
+
+    resumed, context = run_job(job, request)
+    assert frames_run(context, job) == 5 - finished  # only the frames the cancelled run did not finish
+    assert f"Reused {finished} frame(s)" in context.log_text
+    for number in range(1, 6):
+        name = f"frame_{number:04d}.png"
+        expected = np.asarray(PILImage.open(fresh[result].with_name(name)))
+        np.testing.assert_array_equal(np.asarray(PILImage.open(resumed[result].with_name(name))), expected)
+    assert caches(storage_root) == []
+
+
+def test_other_settings_a_changed_input_or_model_start_over(run_job, storage_root: Path, tmp_path: Path):
+    source = write_video(tmp_path / "clip.mp4", [np.full((16, 16, 3), v, dtype=np.uint8) for v in (20, 90, 160, 230)])
+    request = {"input": str(source), "scale": 2}
+    with pytest.raises(JobCancelled):
+        run_job("upscale-image", request, cancel_when=cancel_at("3/4"))
+    finished = cached_frames(storage_root)
+    with pytest.raises(JobCancelled):  # another scale: its own cache, the first one is kept
+        run_job("upscale-image", {**request, "scale": 4}, cancel_when=cancel_at("2/4"))
+    assert len(caches(storage_root)) == 2
+
+    # Device and output container do not change pixels: the scale-2 cache is reused.
+    _, context = run_job("upscale-image", {**request, "device": "cpu", "sequence_output": "png_sequence"})
+    assert frames_run(context) == 4 - finished
+
+    with pytest.raises(JobCancelled):
+        run_job("upscale-image", request, cancel_when=cancel_at("3/4"))
+    stamp = source.stat().st_mtime_ns + 5_000_000_000
+    os.utime(source, ns=(stamp, stamp))  # the artist re-exported the clip
+    _, context = run_job("upscale-image", request)
+    assert frames_run(context) == 4
+
+    model = storage_root / "models" / "kit_upscale" / "model.onnx"
+    with pytest.raises(JobCancelled):
+        run_job("upscale-image", request, cancel_when=cancel_at("3/4"))
+    os.utime(model, ns=(stamp, stamp))  # a model without a declared hash is known by its size and time
+    _, context = run_job("upscale-image", request)
+    assert frames_run(context) == 4
+
+
+def test_a_damaged_cached_frame_is_computed_again(run_job, storage_root: Path, tmp_path: Path):
+    request = {"input": str(shot(tmp_path / "shot", 3)), "sequence_output": "png_sequence"}
+    with pytest.raises(JobCancelled):
+        run_job("remove-background", request, cancel_when=cancel_at("3/3"))
+    finished = cached_frames(storage_root)
+    (cache,) = caches(storage_root)
+    (cache / "000001.npz").write_bytes(b"not a frame")
+    _, context = run_job("remove-background", request)
+    assert frames_run(context, "remove-background") == 3 - finished + 1  # the damaged frame 2 is computed again
+
+
+def test_caches_unused_for_a_week_are_pruned(tmp_path: Path):
+    root = tmp_path / CACHE_FOLDER
+    old, recent = root / "old", root / "recent"
+    for folder in (old, recent):
+        folder.mkdir(parents=True)
+        (folder / "000000.npz").write_bytes(b"x")
+    week_ago = time.time() - (MAX_AGE_DAYS + 1) * 86400
+    os.utime(old, (week_ago, week_ago))
+    assert prune(root) == [old]
+    assert sorted(path.name for path in root.iterdir()) == ["recent"]
+
+
+def test_remaining_time_reads_like_a_status_bar():
+    assert [format_duration(s) for s in (0, 45.4, 130, 3900)] == ["0 s", "45 s", "2 m 10 s", "1 h 05 m"]
