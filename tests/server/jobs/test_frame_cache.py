@@ -18,7 +18,6 @@ from imageforge.server.jobs.frame_loop import format_duration
 
 from .conftest import write_video
 
-
 PROBE_RUNS = {"remove-background": 0, "upscale-image": 1}  # the kit upscaler declares no scale: one probe a job
 
 

@@ -75,9 +75,7 @@ class FrameCache:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def open_frame_cache(
-    storage_root: Path, job: str, params: Any, source: MediaSource, model: ModelEntry
-) -> FrameCache:
+def open_frame_cache(storage_root: Path, job: str, params: Any, source: MediaSource, model: ModelEntry) -> FrameCache:
     """The cache of this job, input, settings and model; prunes caches unused for `MAX_AGE_DAYS` first."""
     root = Path(storage_root) / CACHE_FOLDER
     prune(root)

@@ -4,9 +4,11 @@ Frames stream one at a time (decode → model → encode), so memory does not gr
 Each frame reports "Frame i/n · 2 m 10 s left" (the estimate from the frames the model ran on so far)
 and checks cancellation; the last frame is told so that the model's arena is shrunk only then. With a
 FrameCache (jobs/frame_cache.py) every finished frame is kept, and frames an earlier, cancelled run
-finished are taken from it instead of running the model again. Results are a video (the source's codec family, frame rate, timestamps and
-audio; see media/video_plan.py) or a numbered PNG sequence (always lossless, always keeps alpha). A
-video family that cannot store transparency gets the result over black, and the job says so.
+finished are taken from it instead of running the model again.
+
+Results are a video (the source's codec family, frame rate, timestamps and audio; see
+media/video_plan.py) or a numbered PNG sequence (always lossless, always keeps alpha). A video family
+that cannot store transparency gets the result over black, and the job says so.
 """
 
 from __future__ import annotations
@@ -126,7 +128,7 @@ class _FrameTiming:
 
 
 def format_duration(seconds: float) -> str:
-    """"2 m 10 s", "45 s", "1 h 05 m": what a status bar has room for."""
+    """ "2 m 10 s", "45 s", "1 h 05 m": what a status bar has room for."""
     whole = max(0, round(seconds))
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
