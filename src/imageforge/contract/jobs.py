@@ -55,6 +55,14 @@ _DEVICE_DOC = "Where the model runs; an unavailable device falls back to CPU wit
 _SIZE_DOC = "Longest image edge (px) the model analyses."
 
 
+def _first_frame() -> int:
+    return param(0, doc="First frame to process: 0-based position in the video or sequence.", minimum=0, maximum=10**7)
+
+
+def _frame_count() -> int:
+    return param(0, doc="Frames to process from first_frame; 0 runs to the end.", minimum=0, maximum=10**7)
+
+
 def _device() -> Device:
     return param(Device.AUTO, doc=_DEVICE_DOC)
 
@@ -78,6 +86,8 @@ class RemoveBackgroundParams:
     input: str = param(doc=_INPUT_DOC, path=True)
     output_kind: OutputKind = param(OutputKind.FOREGROUND, doc="foreground: RGBA image; alpha: float matte.")
     sequence_output: SequenceOutput = param(SequenceOutput.VIDEO, doc="For videos and sequences.")
+    first_frame: int = _first_frame()
+    frame_count: int = _frame_count()
     model: str | None = param(None, doc=_MODEL_DOC)
     device: Device = _device()
     max_input_size: int = _max_input_size()
@@ -94,6 +104,8 @@ class UpscaleImageParams:
         maximum=4096,
     )
     sequence_output: SequenceOutput = param(SequenceOutput.VIDEO, doc="For videos and sequences.")
+    first_frame: int = _first_frame()
+    frame_count: int = _frame_count()
     model: str | None = param(None, doc=_MODEL_DOC)
     device: Device = _device()
     max_input_size: int = _max_input_size()

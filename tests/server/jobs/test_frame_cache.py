@@ -8,15 +8,17 @@ import re
 import time
 from pathlib import Path
 
+import av
 import numpy as np
 import pytest
 from blendjob.server import JobCancelled
 from PIL import Image as PILImage
 
+from imageforge.contract import InputError
 from imageforge.server.jobs.frame_cache import CACHE_FOLDER, MAX_AGE_DAYS, prune
 from imageforge.server.jobs.frame_loop import format_duration
 
-from .conftest import write_video
+from .conftest import read_video, write_video
 
 PROBE_RUNS = {"remove-background": 0, "upscale-image": 1}  # the kit upscaler declares no scale: one probe a job
 
@@ -136,3 +138,27 @@ def test_caches_unused_for_a_week_are_pruned(tmp_path: Path):
 
 def test_remaining_time_reads_like_a_status_bar():
     assert [format_duration(s) for s in (0, 45.4, 130, 3900)] == ["0 s", "45 s", "2 m 10 s", "1 h 05 m"]
+
+
+def test_a_frame_range_runs_only_those_frames_and_keeps_their_numbers(run_job, tmp_path: Path):
+    request = {"input": str(shot(tmp_path / "shot")), "sequence_output": "png_sequence"}
+    result, context = run_job("remove-background", {**request, "first_frame": 1, "frame_count": 2})
+    folder = result["foreground"].parent
+    assert sorted(path.name for path in folder.iterdir()) == ["frame_0002.png", "frame_0003.png"]
+    assert frames_run(context, "remove-background") == 2
+    assert [m.split(" · ")[0] for m in context.messages if m.startswith("Frame")][:1] == ["Frame 1/2"]
+    with pytest.raises(InputError, match="has 5 frame\\(s\\); the range cannot start at frame 6"):
+        run_job("remove-background", {**request, "first_frame": 5})
+
+
+def test_a_video_range_starts_at_time_zero(run_job, tmp_path: Path):
+    values = (20, 90, 160, 230)
+    source = write_video(tmp_path / "clip.mp4", [np.full((16, 16, 3), v, dtype=np.uint8) for v in values])
+    whole, _ = run_job("upscale-image", {"input": str(source), "scale": 2})
+    result, _ = run_job("upscale-image", {"input": str(source), "scale": 2, "first_frame": 2})
+    written = read_video(result["upscale"])
+    assert len(written) == 2
+    expected = [float(frame.mean()) for frame in read_video(whole["upscale"])[2:]]
+    assert [float(frame.mean()) for frame in written] == pytest.approx(expected, abs=2)
+    with av.open(str(result["upscale"])) as container:
+        assert next(container.decode(video=0)).pts == 0

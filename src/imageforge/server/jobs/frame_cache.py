@@ -3,7 +3,7 @@
 A job folder is new for every submission and is emptied when a job fails or is cancelled, so frames that
 must survive a cancel live in `<storage>/frame-cache/<key>/`, where `key` is a SHA-256 of
 
-- the job id and every parameter that changes pixels (not `device` or `sequence_output`),
+- the job id and every parameter that changes pixels (not `device`, `sequence_output` or the frame range),
 - the input: its resolved path, size and modification time (for a sequence, every frame file's),
 - the model: its catalog key and each file's declared SHA-256 (or, without one, its size and time on disk).
 
@@ -40,7 +40,7 @@ from ..media.atomic import atomic_file
 CACHE_FOLDER = "frame-cache"
 MAX_AGE_DAYS = 7.0
 FORMAT = 1  # bump when what a cached frame means changes
-NOT_PIXEL_PARAMETERS = frozenset({"input", "device", "sequence_output"})
+NOT_PIXEL_PARAMETERS = frozenset({"input", "device", "sequence_output", "first_frame", "frame_count"})
 _LEVELS = 65535.0
 
 

@@ -42,21 +42,25 @@ def stream_frames(
     alpha: bool,
     bits: int,
     process: ProcessFrame,
+    positions: range | None = None,
     cache: FrameCache | None = None,
 ) -> dict[str, str]:
     """Process every frame of `source`; returns {result: file name in the job folder}.
 
     `size` is the (width, height) of the frames `process` returns; `alpha` says whether they carry
-    meaningful transparency; `bits` is the PNG depth for sequence output. `cache` (optional) keeps every
-    processed frame and supplies the ones an earlier run finished; it is discarded once the result is written.
+    meaningful transparency; `bits` is the PNG depth for sequence output. `positions` limits the frames
+    (source.frame_range); a video result of a range that starts later than the first frame starts at time 0
+    and has no audio. `cache` (optional) keeps every processed frame and supplies the ones an earlier run
+    finished; it is discarded once the result is written.
     """
     directory = Path(context.directory)
-    total = max(source.frame_count, 1)
+    positions = positions or range(source.frame_count)
+    total = max(len(positions), 1)
     timing = _FrameTiming(total)
 
     def frames(write: Callable[[Frame, np.ndarray], None]) -> None:
-        for frame in source.frames():
-            index = min(frame.index, total - 1)
+        for frame in source.frames(positions):
+            index = min(frame.index - positions.start, total - 1)
 
             def report(done: float, detail: str, index: int = index) -> None:
                 parts = [f"Frame {index + 1}/{total}", timing.left(index, done), detail]
@@ -69,7 +73,7 @@ def stream_frames(
                 write(frame, cached)
                 continue
             started = time.perf_counter()
-            pixels = process(frame, frame.index >= total - 1, report)
+            pixels = process(frame, index >= total - 1, report)
             timing.ran(time.perf_counter() - started)
             if cache is not None:
                 cache.put(frame.index, pixels)
@@ -91,9 +95,19 @@ def stream_frames(
         context.log(message, level="WARNING")
         context.progress(0.1, message)
     path = directory / f"{result}{plan.suffix}"
-    audio = source.path if source.has_audio else None
+    trimmed = positions.start > 0
+    audio = source.path if source.has_audio and not trimmed else None
+    if source.has_audio and trimmed:
+        context.log("The range starts after the first frame, so the video result has no audio.", level="WARNING")
+    start_pts: list[int] = []
+
+    def write(frame: Frame, pixels: np.ndarray) -> None:
+        if frame.pts is not None and not start_pts:
+            start_pts.append(frame.pts)
+        writer.write(pixels, None if frame.pts is None else frame.pts - start_pts[0])
+
     with VideoWriter(path, plan, audio_from=audio) as writer:
-        frames(lambda frame, pixels: writer.write(pixels, frame.pts))
+        frames(write)
         progress.writing()
     context.log(f"Wrote {writer.frames_written} frames with {plan.encoder} ({plan.pix_fmt}) to {path.name}")
     _finish(context, cache, timing)

@@ -31,6 +31,7 @@ from .image_job import JobProgress, log_model_time, prepare_adapter
 def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[str, str]:
     progress = JobProgress(context)
     source = open_input(params.input)  # headers only: a bad file fails before any model download
+    positions = None if source.kind is MediaKind.STILL else source.frame_range(params.first_frame, params.frame_count)
     adapter = prepare_adapter(context, progress, params.model, Family.BACKGROUND, params.device, Ben2Adapter)
     progress.stage(0.08, "Reading input")
     context.log(f"Input: {source.summary}")
@@ -71,6 +72,7 @@ def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[
         alpha=not wants_alpha,
         bits=16 if wants_alpha else source.sample_kind.png_bits,
         process=process,
+        positions=positions,
         cache=open_frame_cache(context.storage_root, JobId.REMOVE_BACKGROUND, params, source, adapter.entry),
     )
     log_model_time(context, progress, adapter)

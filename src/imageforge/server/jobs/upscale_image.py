@@ -29,6 +29,7 @@ OVERLAP_WARNING = 2.0  # work ratio above which a user-chosen tile size is worth
 def run_upscale_image(context: Any, params: UpscaleImageParams) -> dict[str, str]:
     progress = JobProgress(context)
     source = open_input(params.input)  # headers only: a bad file fails before any model download
+    positions = None if source.kind is MediaKind.STILL else source.frame_range(params.first_frame, params.frame_count)
     adapter = prepare_adapter(context, progress, params.model, Family.UPSCALE, params.device, UpscaleAdapter)
     progress.stage(0.08, "Reading input")
     context.log(f"Input: {source.summary}")
@@ -78,6 +79,7 @@ def run_upscale_image(context: Any, params: UpscaleImageParams) -> dict[str, str
         alpha=source.has_alpha,
         bits=source.sample_kind.png_bits,
         process=process,
+        positions=positions,
         cache=open_frame_cache(context.storage_root, JobId.UPSCALE_IMAGE, params, source, adapter.entry),
     )
     log_model_time(context, progress, adapter)

@@ -84,18 +84,32 @@ class MediaSource:
         with _readable(self.path):
             return read_still(self.still)
 
-    def frames(self) -> Iterator[Frame]:
-        """Decode frame after frame (a still is one frame); holds only the current frame in memory."""
+    def frame_range(self, first: int = 0, count: int = 0) -> range:
+        """Positions of the frames `first` .. `first + count - 1` (count 0: to the end), checked to exist."""
+        if first >= self.frame_count:
+            raise InputError(
+                f"'{self.path.name}' has {self.frame_count} frame(s); the range cannot start at frame {first + 1}."
+            )
+        return range(first, self.frame_count if count == 0 else min(first + count, self.frame_count))
+
+    def frames(self, positions: range | None = None) -> Iterator[Frame]:
+        """Decode frame after frame (a still is one frame), only those at `positions` (default: all);
+        holds only the current frame in memory. A video is decoded from its start (no seeking)."""
+        positions = positions or range(self.frame_count)
         if self.still is not None:
             yield Frame(0, 1, None, self.read_still())
         elif self.video is not None:
             with _readable(self.path):
                 for index, pts, image in iter_video_frames(self.video):
-                    yield Frame(index, index + 1, pts, image)
+                    if index >= positions.stop:
+                        break
+                    if index >= positions.start:
+                        yield Frame(index, index + 1, pts, image)
         else:
             assert self.sequence is not None
-            for index, (number, path) in enumerate(zip(self.sequence.numbers, self.sequence.files, strict=True)):
-                yield Frame(index, number, None, self._sequence_frame(path))
+            numbers, files = self.sequence.numbers, self.sequence.files
+            for index in positions:
+                yield Frame(index, numbers[index], None, self._sequence_frame(files[index]))
 
     def _sequence_frame(self, path: Path) -> Image:
         with _readable(path):
