@@ -13,9 +13,12 @@ from imageforge.scene.materials import new_node_material
 
 
 def empty_scene() -> None:
-    """Remove every object, mesh, material, image and camera, so names in a test are its own."""
-    for collection in (bpy.data.objects, bpy.data.meshes, bpy.data.materials, bpy.data.images, bpy.data.cameras):
+    """Remove every object, mesh, material, image, camera, movie clip and sequencer strip, so names in a test
+    are its own."""
+    data = bpy.data
+    for collection in (data.objects, data.meshes, data.materials, data.images, data.cameras, data.movieclips):
         bpy.data.batch_remove(list(collection))
+    bpy.context.scene.sequence_editor_clear()
     bpy.context.scene.camera = None
     bpy.context.scene.cursor.location = (0.0, 0.0, 0.0)
 

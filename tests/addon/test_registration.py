@@ -5,7 +5,7 @@ from __future__ import annotations
 import addon_utils
 import bpy
 
-MENUS = ("IMAGE_MT_image", "VIEW3D_MT_object_context_menu", "STATUSBAR_HT_header")
+MENUS = ("IMAGE_MT_image", "VIEW3D_MT_object_context_menu", "SEQUENCER_MT_context_menu", "STATUSBAR_HT_header")
 
 
 def blender_state() -> dict:
@@ -42,6 +42,7 @@ def test_register_and_unregister_twice_leave_nothing_behind():
         assert enabled["menus"] == {
             "IMAGE_MT_image": ["imageforge.operators.menus"],
             "VIEW3D_MT_object_context_menu": ["imageforge.operators.menus"],
+            "SEQUENCER_MT_context_menu": ["imageforge.operators.menus"],
             "STATUSBAR_HT_header": ["blendjob.runtime"],
         }
         from imageforge import runtime
@@ -65,7 +66,7 @@ def test_job_operators_show_in_search_and_poll_fast():
     from imageforge.operators.base import JOB_POLL_INTERVAL, ImageForgeJobOperator
 
     job_operators = [cls for cls in CLASSES if issubclass(cls, ImageForgeJobOperator)]
-    assert len(job_operators) == 8
+    assert len(job_operators) == 10
     for cls in job_operators:
         assert "INTERNAL" not in cls.bl_options and "REGISTER" in cls.bl_options, cls.bl_idname
         assert cls.poll_interval == JOB_POLL_INTERVAL < 0.25

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from . import camera_path, draw_selection, geometry_jobs, image_jobs, job_files, menus, parallax, server_jobs
+from . import (
+    camera_path,
+    draw_selection,
+    frame_jobs,
+    geometry_jobs,
+    image_jobs,
+    job_files,
+    menus,
+    parallax,
+    server_jobs,
+)
 
 CLASSES: tuple[type, ...] = (
     *image_jobs.CLASSES,
+    *frame_jobs.CLASSES,
     *geometry_jobs.CLASSES,
     *parallax.CLASSES,
     *camera_path.CLASSES,

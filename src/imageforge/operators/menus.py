@@ -1,4 +1,5 @@
-"""The ImageForge submenu in the Image Editor's Image menu and the 3D Viewport's object context menu."""
+"""The ImageForge submenu in the Image Editor's Image menu and the 3D Viewport's object context menu, and the
+frame tools in the Video Sequencer's strip context menu."""
 
 from __future__ import annotations
 
@@ -27,12 +28,26 @@ def draw_submenu(self, _context: bpy.types.Context) -> None:
     self.layout.menu(IMAGEFORGE_MT_tools.bl_idname, icon="IMAGE_DATA")
 
 
+def draw_strip_entries(self, _context: bpy.types.Context) -> None:
+    """The Video Sequencer's strip context menu: the frame tools on the active strip."""
+    layout = self.layout
+    layout.separator()
+    layout.operator_context = "INVOKE_REGION_WIN"
+    layout.operator("imageforge.remove_background_frames", icon="IMAGE_RGB_ALPHA")
+    layout.operator("imageforge.upscale_frames", icon="FULLSCREEN_ENTER")
+
+
+STRIP_MENU = "SEQUENCER_MT_context_menu"
+
+
 def register_menus() -> None:
     for name in MENUS:
         getattr(bpy.types, name).append(draw_submenu)
+    getattr(bpy.types, STRIP_MENU).append(draw_strip_entries)
 
 
 def unregister_menus() -> None:
+    getattr(bpy.types, STRIP_MENU).remove(draw_strip_entries)
     for name in MENUS:
         getattr(bpy.types, name).remove(draw_submenu)
 

@@ -1,4 +1,5 @@
-"""The sidebar panels (View3D and Image Editor, tab "ImageForge"): Server, Tools, Models.
+"""The sidebar panels (View3D and Image Editor, tab "ImageForge"): Server, Tools, Models;
+Frames in the Video Sequencer, Clip Editor and (for movies and sequences) Image Editor.
 
 State logic lives in plain modules (server_view, model_rows, operators.availability) so tests can check every
 state without a UI; the panel classes only draw what those return.
@@ -6,6 +7,6 @@ state without a UI; the panel classes only draw what those return.
 
 from __future__ import annotations
 
-from . import models, server, tools
+from . import frames, models, server, tools
 
-CLASSES: tuple[type, ...] = (*server.CLASSES, *tools.CLASSES, *models.CLASSES)
+CLASSES: tuple[type, ...] = (*server.CLASSES, *tools.CLASSES, *frames.CLASSES, *models.CLASSES)

@@ -62,8 +62,10 @@ def image_problem(image: bpy.types.Image) -> str | None:
     """Why this image cannot be sent to a job, in one sentence; None when it can."""
     if image.type in {"RENDER_RESULT", "COMPOSITING"}:
         return "Save the render as an image first"
-    if image.source in {"SEQUENCE", "MOVIE", "TILED"}:
-        return "Only single still images are supported here"
+    if image.source in {"SEQUENCE", "MOVIE"}:
+        return "This is a movie or image sequence: use the Frames panel's tools"
+    if image.source == "TILED":
+        return "Only single still images are supported here (UDIM tiles are not)"
     if image.size[0] == 0 or image.size[1] == 0:
         return f"Image '{image.name}' has no pixels (is its file missing?)"
     return None

@@ -1,0 +1,109 @@
+"""Remove Background and Upscale on every frame of a strip, movie clip or movie/sequence image.
+
+The source and its frames come from scene/frame_sources.py (the Sequencer's active strip, the Clip Editor's
+clip, the Image Editor's movie or sequence); the server writes a PNG sequence (lossless, keeps alpha) of just
+those frames, and scene/frame_results.py lands it as a new strip, clip or image, in one undo step, leaving the
+source as it was. Progress reads "Frame 37/240 · 2 m 10 s left"; Esc cancels, and running the tool again on
+the same frames with the same settings reuses the frames the cancelled run finished (openspec/0010).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import bpy
+from blendjob import JobResult
+
+from .. import preferences
+from ..contract import JobId
+from ..contract.catalog import Family
+from ..contract.jobs import OutputKind, SequenceOutput
+from ..scene.frame_results import land_frames
+from ..scene.frame_sources import NO_FRAMES, FrameRange, FrameSource, find_frame_source, frame_source_datablock
+from .availability import server_reason
+from .base import ImageForgeJobOperator
+
+
+def frames_reason(context: bpy.types.Context) -> str | None:
+    """Why a frame tool cannot run here: the server's reason first, then a missing clip."""
+    return server_reason() or (None if frame_source_datablock(context) is not None else NO_FRAMES)
+
+
+class FrameTool:
+    frame_range: bpy.props.EnumProperty(
+        name="Frames",
+        items=(
+            (FrameRange.SOURCE.value, "Clip Frames", "Every frame the strip, clip or image shows"),
+            (FrameRange.SCENE.value, "Scene Range", "Only the frames inside the scene's frame range"),
+        ),
+        default=FrameRange.SOURCE.value,
+    )
+
+    @classmethod
+    def unavailable_reason(cls, context: bpy.types.Context) -> str | None:
+        return frames_reason(context)
+
+    def frame_parameters(self, context: bpy.types.Context) -> dict[str, Any]:
+        source = find_frame_source(context, FrameRange(self.frame_range))
+        self._source: FrameSource = source
+        self._scene_name = context.scene.name
+        return {
+            "input": source.job_input,
+            "first_frame": source.first_frame,
+            "frame_count": source.frame_count,
+            "sequence_output": SequenceOutput.PNG_SEQUENCE.value,
+            **self.common_parameters(),
+        }
+
+    def land_result(self, first_file, label: str, *, scale: int = 1) -> str:
+        scene = bpy.data.scenes.get(self._scene_name) or bpy.context.scene
+        name = land_frames(scene, self._source, first_file, label, scale=scale)
+        return f"{self._source.frame_count} frame(s) of '{self._source.name}' → '{name}'"
+
+
+class IMAGEFORGE_OT_remove_background_frames(FrameTool, ImageForgeJobOperator, bpy.types.Operator):
+    """Remove the background of every frame of the active strip, movie clip or image sequence; the result is \
+a new PNG sequence with alpha beside the source"""
+
+    bl_idname = "imageforge.remove_background_frames"
+    bl_label = "Remove Background (Frames)"
+    job_id = JobId.REMOVE_BACKGROUND
+
+    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
+        return {
+            **self.frame_parameters(context),
+            "output_kind": OutputKind.FOREGROUND.value,
+            "model": preferences.job_model(preferences.get_preferences(), Family.BACKGROUND),
+        }
+
+    def land(self, _context: bpy.types.Context, result: JobResult) -> str:
+        return "Removed the background: " + self.land_result(result.file("foreground"), "Cutout")
+
+
+class IMAGEFORGE_OT_upscale_frames(FrameTool, ImageForgeJobOperator, bpy.types.Operator):
+    """Upscale every frame of the active strip, movie clip or image sequence 2× or 4×; the result is a new \
+PNG sequence beside the source"""
+
+    bl_idname = "imageforge.upscale_frames"
+    bl_label = "Upscale (Frames)"
+    job_id = JobId.UPSCALE_IMAGE
+
+    scale: bpy.props.EnumProperty(
+        name="Scale",
+        items=(("2", "2×", "Twice the width and height"), ("4", "4×", "Four times the width and height")),
+        default="2",
+    )
+
+    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
+        return {
+            **self.frame_parameters(context),
+            "scale": int(self.scale),
+            "model": preferences.job_model(preferences.get_preferences(), Family.UPSCALE),
+        }
+
+    def land(self, _context: bpy.types.Context, result: JobResult) -> str:
+        scale = int(self.scale)
+        return "Upscaled: " + self.land_result(result.file("upscale"), f"{scale}×", scale=scale)
+
+
+CLASSES = (IMAGEFORGE_OT_remove_background_frames, IMAGEFORGE_OT_upscale_frames)
