@@ -4,7 +4,7 @@ The source and its frames come from scene/frame_sources.py (the Sequencer's acti
 clip, the Image Editor's movie or sequence); the server writes a PNG sequence (lossless, keeps alpha) of just
 those frames, and scene/frame_results.py lands it as a new strip, clip or image, in one undo step, leaving the
 source as it was. Progress reads "Frame 37/240 · 2 m 10 s left"; Esc cancels, and running the tool again on
-the same frames with the same settings reuses the frames the cancelled run finished (openspec/0012).
+the same frames with the same settings reuses the frames the cancelled run finished (openspec/0013).
 """
 
 from __future__ import annotations
