@@ -16,7 +16,7 @@ from job_server import run_job_operator
 from result_files import write_png_rgba
 from scenes import undo_steps
 
-from imageforge.scene.sequencer import top_strips
+from imageforge.scene.sequencer import content_start, span, top_strips, trim
 
 
 def write_frames(folder: Path, numbers, name: str = "shot") -> list[Path]:
@@ -94,7 +94,7 @@ def test_an_image_strip_becomes_a_cutout_strip_above_it(job_server, sequencer, t
     strip = top_strips(sequencer).new_image("Shot", str(files[0]), 2, 10)
     for path in files[1:]:
         strip.elements.append(path.name)
-    strip.frame_offset_start, strip.frame_offset_end = 1, 1  # trimmed: scene frames 11–14 show frames 2–5
+    trim(strip, 1, 1)  # trimmed: scene frames 11–14 show frames 2–5
     add_effect(sequencer, "Busy", 3, 12, 2)  # channel 3 is taken over part of the range
     sequencer.active_strip = strip
     bpy.ops.ed.undo_push(message="Scene ready")
@@ -114,11 +114,11 @@ def test_an_image_strip_becomes_a_cutout_strip_above_it(job_server, sequencer, t
         "max_input_size": 2048,
     }
     result = top_strips(sequencer)["Shot Cutout"]
-    assert (result.type, result.channel, result.frame_final_start, result.frame_final_duration) == ("IMAGE", 4, 11, 4)
+    assert (result.type, result.channel, span(result)) == ("IMAGE", 4, (11, 15))
     assert [element.filename for element in result.elements] == [f"frame_{n:04d}.png" for n in range(2, 6)]
     assert sequencer.active_strip == result
     untouched = top_strips(sequencer)["Shot"]
-    assert (untouched.channel, untouched.frame_final_start, untouched.frame_final_duration) == (2, 11, 4)
+    assert (untouched.channel, span(untouched)) == (2, (11, 15))
     steps = undo_steps(capfd)
     assert steps[-1] == "Remove Background (Frames)" and steps.count("Remove Background (Frames)") == 1
     bpy.ops.ed.undo()
@@ -138,14 +138,14 @@ def test_the_scene_range_limits_the_frames(job_server, sequencer, tmp_path):
     [(_, parameters)] = job_server.submitted
     assert (parameters["first_frame"], parameters["frame_count"], parameters["scale"]) == (2, 2, 2)
     result = top_strips(sequencer)["Shot 2×"]
-    assert (result.channel, result.frame_final_start, result.frame_final_duration) == (2, 12, 2)
+    assert (result.channel, span(result)) == (2, (12, 14))
     assert result.transform.scale_x == pytest.approx(strip.transform.scale_x / 2)  # more pixels, same place
 
 
 def test_a_movie_strip_with_audio_gets_an_image_strip_and_its_sound(job_server, sequencer, tmp_path):
     movie = render_movie(tmp_path, 5, audio=True)
     strip = top_strips(sequencer).new_movie("Take", str(movie), 1, 20)
-    strip.frame_offset_start = 1  # scene frames 21–24 show movie frames 2–5
+    trim(strip, 1, 0)  # scene frames 21–24 show movie frames 2–5
     sequencer.active_strip = strip
     job_server.producers["remove-background"] = sequence_producer("foreground")
 
@@ -153,10 +153,10 @@ def test_a_movie_strip_with_audio_gets_an_image_strip_and_its_sound(job_server, 
     [(_, parameters)] = job_server.submitted
     assert (parameters["input"], parameters["first_frame"], parameters["frame_count"]) == (str(movie), 1, 4)
     result = top_strips(sequencer)["Take Cutout"]
-    assert (result.type, result.channel, result.frame_final_start, result.frame_final_duration) == ("IMAGE", 2, 21, 4)
+    assert (result.type, result.channel, span(result)) == ("IMAGE", 2, (21, 25))
     sound = top_strips(sequencer)["Take Cutout Audio"]
-    assert (sound.type, sound.channel, sound.frame_final_start, sound.frame_final_end) == ("SOUND", 3, 21, 25)
-    assert sound.frame_start == 20  # the audio is where the movie's own is: in sync with the frames
+    assert (sound.type, sound.channel, span(sound)) == ("SOUND", 3, (21, 25))
+    assert content_start(sound) == 20  # the audio is where the movie's own is: in sync with the frames
     assert top_strips(sequencer)["Take"].type == "MOVIE"
 
 

@@ -52,8 +52,8 @@ def land_strip(scene: bpy.types.Scene, source: FrameSource, files: list[Path], n
         sound_channel = sequencer.free_channel_above(editor, channel, start, end)
         sound = sequencer.add_sound_strip(editor, f"{name} Audio", source.path, sound_channel, start)
         if sound is not None:  # show the same part of the audio: trim what lies before and after the range
-            sound.frame_start = start - source.first_frame
-            sound.frame_final_start, sound.frame_final_end = start, end
+            sequencer.set_content_start(sound, start - source.first_frame)
+            sequencer.set_span(sound, start, end)
     for other in sequencer.top_strips(editor):
         other.select = other == strip
     editor.active_strip = strip

@@ -91,12 +91,10 @@ def strip_source(strip) -> FrameSource:
     else:
         path = _existing(bpy.path.abspath(strip.directory) + strip.elements[0].filename, strip.name)
         first, movie, job = sequence_position(path), False, job_input(path, sequence=True)
-    visible = round(
-        strip.frame_final_start - strip.frame_start
-    )  # frames trimmed off the start (frame_start is a float)
+    start, end = sequencer.span(strip)
+    visible = start - sequencer.content_start(strip)  # frames trimmed off the start
     return FrameSource(
-        SourceKind.STRIP, strip.name, job, path, first + visible, strip.frame_final_duration,
-        strip.frame_final_start, strip.channel, movie,
+        SourceKind.STRIP, strip.name, job, path, first + visible, end - start, start, strip.channel, movie,
     )  # fmt: skip
 
 

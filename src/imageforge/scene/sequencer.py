@@ -4,8 +4,11 @@
   supported release (4.5 and later) has `strips`, which ImageForge modules reach through `top_strips`.
 - `StripsTopLevel.new_image/new_movie/new_sound(name, filepath, channel, frame_start)` are the same in 4.5
   and 5.x; an image strip gains its further frames through `strip.elements.append(filename)`.
-- A strip's visible frames are `frame_final_start` .. `frame_final_end - 1`; its first source frame is shown
-  at `frame_start` (the trimmed part before `frame_final_start` is `frame_offset_start`).
+- A strip's timing: 4.5 names it `frame_final_start/_end/_duration` (the visible frames), `frame_start` (where
+  its first source frame would show) and `frame_offset_start/_end` (trimmed frames); 5.2 renamed these to
+  `left_handle`, `right_handle`, `duration`, `content_start`, `left_handle_offset/right_handle_offset` and
+  deprecates the old names (removed in 6.0). `span`, `set_span`, `content_start`, `set_content_start` and
+  `trim` read and write whichever the running Blender has.
 """
 
 from __future__ import annotations
@@ -33,11 +36,49 @@ def selected_strips(scene: bpy.types.Scene) -> list:
     return [strip for strip in top_strips(editor) if strip.select] if editor is not None else []
 
 
+_NEW_TIMING = "left_handle"  # present from Blender 5.2
+
+
+def span(strip) -> tuple[int, int]:
+    """The scene frames [start, end) the strip shows."""
+    if hasattr(strip, _NEW_TIMING):
+        return strip.left_handle, strip.right_handle
+    return strip.frame_final_start, strip.frame_final_end
+
+
+def set_span(strip, start: int, end: int) -> None:
+    """Move the strip's handles so that it shows scene frames [start, end)."""
+    if hasattr(strip, _NEW_TIMING):
+        strip.left_handle, strip.right_handle = start, end
+    else:
+        strip.frame_final_start, strip.frame_final_end = start, end
+
+
+def content_start(strip) -> int:
+    """The scene frame where the strip's first source frame is (or would be, when trimmed off) shown."""
+    return round(strip.content_start if hasattr(strip, _NEW_TIMING) else strip.frame_start)
+
+
+def set_content_start(strip, frame: int) -> None:
+    if hasattr(strip, _NEW_TIMING):
+        strip.content_start = frame
+    else:
+        strip.frame_start = frame
+
+
+def trim(strip, start: int, end: int) -> None:
+    """Hide `start` source frames at the strip's start and `end` at its end."""
+    if hasattr(strip, _NEW_TIMING):
+        strip.left_handle_offset, strip.right_handle_offset = start, end
+    else:
+        strip.frame_offset_start, strip.frame_offset_end = start, end
+
+
 def free_channel_above(editor: bpy.types.SequenceEditor, channel: int, start: int, end: int) -> int:
     """The first channel above `channel` with no strip overlapping frames [start, end)."""
     for candidate in range(channel + 1, MAX_CHANNEL + 1):
         if not any(
-            strip.channel == candidate and strip.frame_final_start < end and strip.frame_final_end > start
+            strip.channel == candidate and span(strip)[0] < end and span(strip)[1] > start
             for strip in top_strips(editor)
         ):
             return candidate
