@@ -204,6 +204,20 @@ class ImageForgePreferences(bpy.types.AddonPreferences):
         step=100,
         precision=1,
     )
+    texture_results: bpy.props.EnumProperty(
+        name="Texture Results",
+        description="Where Upscale Textures of Selected Objects puts each upscaled image",
+        items=(
+            ("PACK", "Pack into the .blend", "The upscaled pixels are packed into the .blend file"),
+            (
+                "SAVE_BESIDE",
+                "Save Beside the Original",
+                "Saved next to the original file as <name>_<scale>x.png (never replacing a file); "
+                "images without a file of their own are packed",
+            ),
+        ),
+        default="PACK",
+    )
     model_background: _model_property(Family.BACKGROUND, "Background Removal")
     model_upscale: _model_property(Family.UPSCALE, "Upscaling")
     model_geometry: _model_property(Family.GEOMETRY, "Depth and Geometry")
@@ -242,6 +256,7 @@ class ImageForgePreferences(bpy.types.AddonPreferences):
         layout.prop(self, "device")
         layout.prop(self, "max_input_size")
         layout.prop(self, "resolution_level")
+        layout.prop(self, "texture_results")
 
     def draw_models(self, layout: bpy.types.UILayout) -> None:
         layout.label(text="Models", icon="FILE_3D")
@@ -266,3 +281,8 @@ def job_max_input_size(preferences: ImageForgePreferences | None) -> int:
 
 def job_resolution_level(preferences: ImageForgePreferences | None) -> int:
     return choices.valid_resolution_level(preferences.stored_resolution_level if preferences else None)
+
+
+def texture_results(preferences: ImageForgePreferences | None) -> str:
+    """PACK or SAVE_BESIDE (scene/texture_images.TextureResults)."""
+    return preferences.texture_results if preferences else "PACK"

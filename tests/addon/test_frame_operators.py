@@ -11,8 +11,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 import pytest
-from blendjob.operator import JobOperatorBase
-from job_server import run_job_operator
+from job_server import record_failures, run_job_operator
 from result_files import write_png_rgba
 from scenes import undo_steps
 
@@ -108,6 +107,7 @@ def test_an_image_strip_becomes_a_cutout_strip_above_it(job_server, sequencer, t
         "first_frame": 1,
         "frame_count": 4,
         "sequence_output": "png_sequence",
+        "steady_edges": False,
         "output_kind": "foreground",
         "model": "BEN2_BASE",
         "device": "auto",
@@ -222,14 +222,7 @@ def test_a_missing_result_frame_changes_nothing(job_server, sequencer, tmp_path,
         return result
 
     job_server.producers["remove-background"] = short
-    failures = []
-    finish_failure = JobOperatorBase._finish_failure
-
-    def spy(operator, context, job, error):
-        failures.append(str(error))
-        return finish_failure(operator, context, job, error)
-
-    monkeypatch.setattr(JobOperatorBase, "_finish_failure", spy)
+    failures = record_failures(monkeypatch)
     assert run_job_operator(bpy.ops.imageforge.remove_background_frames) == {"CANCELLED"}
     assert [strip.name for strip in top_strips(sequencer)] == ["Shot"]
     assert failures == ["The job wrote 2 frame(s) where 3 were expected; nothing was changed."]

@@ -231,7 +231,8 @@ def test_tools_panel_greys_tools_out_without_an_image(server):
     layout = draw(ToolsPanel, bpy.context)
     assert layout.items[0].kind == "label" and layout.items[0].icon == "ERROR"
     tools = layout.operators()
-    assert len(tools) == 13 and not any(item.enabled for item in tools)  # 12 image tools and the video tool
+    # 12 image tools, Upscale Textures 2× and 4× (no object selected) and the video tool
+    assert len(tools) == 15 and not any(item.enabled for item in tools)
     assert availability.tool_reason(bpy.context) == availability.NO_IMAGE
     assert not bpy.ops.imageforge.remove_background.poll()
 
@@ -241,7 +242,7 @@ def test_tools_panel_with_an_image_texture_shows_upscale_sizes(server):
     from imageforge.panels.tools import ToolsPanel
 
     server.server.snapshot = {"state": "READY"}
-    image_object("Panel Photo", 3000, 1000)
+    image_object("Panel Photo", 3000, 1000).select_set(True)  # selected: its texture can be batch-upscaled
     preferences.get_preferences().max_input_size = 2048
     layout = draw(ToolsPanel, bpy.context)
     assert layout.items[0].text == "Panel Photo · 3000 × 1000"

@@ -88,6 +88,7 @@ class RemoveBackgroundParams:
     sequence_output: SequenceOutput = param(SequenceOutput.VIDEO, doc="For videos and sequences.")
     first_frame: int = _first_frame()
     frame_count: int = _frame_count()
+    steady_edges: bool = param(False, doc="Videos: smooth the matte over time where the picture does not move.")
     model: str | None = param(None, doc=_MODEL_DOC)
     device: Device = _device()
     max_input_size: int = _max_input_size()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import (
+    batch_jobs,
     camera_path,
     draw_selection,
     frame_jobs,
@@ -17,6 +18,7 @@ from . import (
 CLASSES: tuple[type, ...] = (
     *image_jobs.CLASSES,
     *frame_jobs.CLASSES,
+    *batch_jobs.CLASSES,
     *geometry_jobs.CLASSES,
     *parallax.CLASSES,
     *camera_path.CLASSES,

@@ -22,11 +22,21 @@ from ..scene.frame_results import land_frames
 from ..scene.frame_sources import NO_FRAMES, FrameRange, FrameSource, find_frame_source, frame_source_datablock
 from .availability import server_reason
 from .base import ImageForgeJobOperator
+from .image_jobs import scale_property
 
 
 def frames_reason(context: bpy.types.Context) -> str | None:
     """Why a frame tool cannot run here: the server's reason first, then a missing clip."""
     return server_reason() or (None if frame_source_datablock(context) is not None else NO_FRAMES)
+
+
+def steady_edges_property():
+    return bpy.props.BoolProperty(
+        name="Steady Edges",
+        description="Smooth the matte over time where the picture does not move: less flicker on soft edges, "
+        "no trailing at moving ones",
+        default=False,
+    )
 
 
 class FrameTool:
@@ -69,9 +79,12 @@ a new PNG sequence with alpha beside the source"""
     bl_label = "Remove Background (Frames)"
     job_id = JobId.REMOVE_BACKGROUND
 
+    steady_edges: steady_edges_property()
+
     def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
         return {
             **self.frame_parameters(context),
+            "steady_edges": self.steady_edges,
             "output_kind": OutputKind.FOREGROUND.value,
             "model": preferences.job_model(preferences.get_preferences(), Family.BACKGROUND),
         }
@@ -88,11 +101,7 @@ PNG sequence beside the source"""
     bl_label = "Upscale (Frames)"
     job_id = JobId.UPSCALE_IMAGE
 
-    scale: bpy.props.EnumProperty(
-        name="Scale",
-        items=(("2", "2×", "Twice the width and height"), ("4", "4×", "Four times the width and height")),
-        default="2",
-    )
+    scale: scale_property("2")
 
     def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
         return {

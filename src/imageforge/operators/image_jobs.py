@@ -116,6 +116,15 @@ class IMAGEFORGE_OT_remove_background(ImageTool, ImageForgeJobOperator, bpy.type
         return f"Removed the background of '{image.name}'"
 
 
+def scale_property(default: str) -> Any:
+    """The Upscale tools' 2× / 4× choice, declared once for every upscale operator."""
+    return bpy.props.EnumProperty(
+        name="Scale",
+        items=(("2", "2×", "Twice the width and height"), ("4", "4×", "Four times the width and height")),
+        default=default,
+    )
+
+
 def upscale_target(width: int, height: int, scale: int, max_input_size: int) -> tuple[int, int]:
     """The result's size, as the server computes it: the source limited to Maximum AI Input Size along its
     longer side (fit_long_edge_size), then multiplied by the scale."""
@@ -130,11 +139,7 @@ class IMAGEFORGE_OT_upscale_image(ImageTool, ImageForgeJobOperator, bpy.types.Op
     bl_label = "Upscale Image"
     job_id = JobId.UPSCALE_IMAGE
 
-    scale: bpy.props.EnumProperty(
-        name="Scale",
-        items=(("2", "2×", "Twice the width and height"), ("4", "4×", "Four times the width and height")),
-        default="4",
-    )
+    scale: scale_property("4")
 
     @classmethod
     def description(cls, context: bpy.types.Context, properties: Any) -> str:

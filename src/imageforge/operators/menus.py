@@ -21,6 +21,7 @@ class IMAGEFORGE_MT_tools(bpy.types.Menu):
         layout.operator("imageforge.cutout", icon="MOD_MASK")
         layout.operator("imageforge.depth_plane", icon="MOD_DISPLACE")
         layout.operator("imageforge.parallax_shot", icon="VIEW_CAMERA")
+        layout.operator("imageforge.upscale_textures", icon="TEXTURE")
 
 
 def draw_submenu(self, _context: bpy.types.Context) -> None:
@@ -35,6 +36,7 @@ def draw_strip_entries(self, _context: bpy.types.Context) -> None:
     layout.operator_context = "INVOKE_REGION_WIN"
     layout.operator("imageforge.remove_background_frames", icon="IMAGE_RGB_ALPHA")
     layout.operator("imageforge.upscale_frames", icon="FULLSCREEN_ENTER")
+    layout.operator("imageforge.remove_background_strips", icon="SEQ_STRIP_DUPLICATE")
 
 
 STRIP_MENU = "SEQUENCER_MT_context_menu"

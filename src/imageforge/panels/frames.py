@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bpy
 
+from ..operators.batch_jobs import strips_reason
 from ..operators.frame_jobs import frames_reason
 from ..scene.frame_sources import frame_source_datablock
 from .sidebar import CATEGORY
@@ -33,6 +34,15 @@ def draw_frame_tools(layout: bpy.types.UILayout, context: bpy.types.Context) -> 
         row.operator("imageforge.upscale_frames", text=f"Upscale {scale}×", icon="FULLSCREEN_ENTER").scale = scale
     if reason is not None:
         layout.label(text=reason, icon="INFO")
+    if getattr(getattr(context, "space_data", None), "type", None) == "SEQUENCE_EDITOR":
+        draw_strip_batch(layout, context)
+
+
+def draw_strip_batch(layout: bpy.types.UILayout, context: bpy.types.Context) -> None:
+    reason = strips_reason(context)
+    row = layout.row()
+    row.enabled = reason is None
+    row.operator("imageforge.remove_background_strips", icon="SEQ_STRIP_DUPLICATE")
 
 
 def _panel(space: str, suffix: str) -> type:

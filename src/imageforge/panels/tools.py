@@ -5,6 +5,7 @@ from __future__ import annotations
 import bpy
 
 from ..operators.availability import NO_IMAGE, tool_reason, video_reason
+from ..operators.batch_jobs import texture_reason
 from ..operators.camera_path import SCENE_PROPERTY
 from ..operators.image_jobs import target_size
 from ..scene.active_image import find_active_image
@@ -28,6 +29,7 @@ class ToolsPanel:
         self.draw_selection_tools(column)
         column.separator()
         column.operator("imageforge.depth_plane", icon="MOD_DISPLACE")
+        self.draw_batch_tools(layout, context)
         if reason is not None and found is not None:
             layout.label(text=reason, icon="INFO")
         self.draw_video_tools(layout.box(), context)
@@ -49,6 +51,18 @@ class ToolsPanel:
             if found is not None and found.image.size[0]:
                 text += " → {} × {}".format(*target_size(found.image, scale))
             row.operator("imageforge.upscale_image", text=text, icon="FULLSCREEN_ENTER").scale = str(scale)
+
+    @staticmethod
+    def draw_batch_tools(layout: bpy.types.UILayout, context: bpy.types.Context) -> None:
+        """Upscale Textures of Selected Objects, greyed out with the reason when unavailable."""
+        reason = texture_reason(context)
+        row = layout.row(align=True)
+        row.enabled = reason is None
+        for scale in ("2", "4"):
+            text = f"Upscale Textures {scale}×"
+            row.operator("imageforge.upscale_textures", text=text, icon="TEXTURE").scale = scale
+        if reason is not None:
+            layout.label(text=reason, icon="INFO")
 
     @staticmethod
     def draw_selection_tools(layout: bpy.types.UILayout) -> None:

@@ -15,8 +15,9 @@ import numpy as np
 from .pixels import loaded_image, read_data_file, read_pixels, save_pixels
 
 
-def replace_from_file(image: bpy.types.Image, result: Path) -> None:
-    """Point the image at the result file, load and pack it; colour space and alpha mode as before.
+def replace_from_file(image: bpy.types.Image, result: Path, *, pack: bool = True) -> None:
+    """Point the image at the result file, load and pack it (unless `pack` is False: the image then reads the
+    file); colour space and alpha mode as before.
 
     The result is read into a temporary datablock first: a file Blender cannot read raises OSError and leaves
     the image exactly as it was (a generated or painted image would lose its pixels once pointed at a file).
@@ -39,7 +40,8 @@ def replace_from_file(image: bpy.types.Image, result: Path) -> None:
     if image.is_float == was_float:
         image.colorspace_settings.name = colorspace
     image.alpha_mode = alpha_mode
-    image.pack()
+    if pack:
+        image.pack()
 
 
 def multiply_alpha(image: bpy.types.Image, matte: np.ndarray, directory: Path, mask: np.ndarray | None = None) -> None:

@@ -44,6 +44,7 @@ def stream_frames(
     process: ProcessFrame,
     positions: range | None = None,
     cache: FrameCache | None = None,
+    on_reused: Callable[[Frame, np.ndarray], None] | None = None,
 ) -> dict[str, str]:
     """Process every frame of `source`; returns {result: file name in the job folder}.
 
@@ -51,7 +52,8 @@ def stream_frames(
     meaningful transparency; `bits` is the PNG depth for sequence output. `positions` limits the frames
     (source.frame_range); a video result of a range that starts later than the first frame starts at time 0
     and has no audio. `cache` (optional) keeps every processed frame and supplies the ones an earlier run
-    finished; it is discarded once the result is written.
+    finished; it is discarded once the result is written. `on_reused(frame, pixels)` is told of every frame
+    taken from the cache (a temporal filter's state follows the frames it did not compute).
     """
     directory = Path(context.directory)
     positions = positions or range(source.frame_count)
@@ -70,6 +72,8 @@ def stream_frames(
             cached = cache.get(frame.index) if cache is not None else None
             if cached is not None:
                 timing.reused += 1
+                if on_reused is not None:
+                    on_reused(frame, cached)
                 write(frame, cached)
                 continue
             started = time.perf_counter()

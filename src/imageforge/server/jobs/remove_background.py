@@ -26,6 +26,7 @@ from ..models.display import display_pixels, over_black, over_black_at
 from .frame_cache import open_frame_cache
 from .frame_loop import stream_frames
 from .image_job import JobProgress, log_model_time, prepare_adapter
+from .steady_edges import SteadyEdges
 
 
 def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[str, str]:
@@ -58,9 +59,19 @@ def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[
         log_model_time(context, progress, adapter)
         return result
 
+    steady = SteadyEdges() if params.steady_edges else None
+    if steady is not None:
+        context.log(f"Steady edges: strength {steady.strength}, tolerance {steady.tolerance} (openspec/0013)")
+
     def process(frame, last: bool, _report) -> np.ndarray:
         pixels, alpha = cut_out(adapter, frame.image, params.max_input_size, last_run=last)
+        if steady is not None:
+            alpha = steady(pixels, alpha)
         return alpha if wants_alpha else with_alpha(pixels, alpha)
+
+    def reused(frame, result: np.ndarray) -> None:
+        if steady is not None:
+            steady.remember(display_pixels(frame.image), result if wants_alpha else result[..., 3])
 
     result = stream_frames(
         context,
@@ -73,6 +84,7 @@ def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[
         bits=16 if wants_alpha else source.sample_kind.png_bits,
         process=process,
         positions=positions,
+        on_reused=reused,
         cache=open_frame_cache(context.storage_root, JobId.REMOVE_BACKGROUND, params, source, adapter.entry),
     )
     log_model_time(context, progress, adapter)
