@@ -28,6 +28,7 @@ from .progress import ProgressPrinter
 __all__ = [
     "JobCancelledError",
     "TerminatedError",
+    "batch",
     "job_files",
     "jobs",
     "models_download",
@@ -148,6 +149,12 @@ def watch_parent(on_orphaned: Callable[[], None], interval: float = 0.5) -> thre
     if parent > 1:
         threading.Thread(target=watch, name="ImageForgeParentWatch", daemon=True).start()
     return stop
+
+
+def batch(args: argparse.Namespace) -> int:
+    from .batch import batch as run_batch
+
+    return run_batch(args, _storage_root(args), _say)
 
 
 def jobs(_args: argparse.Namespace) -> int:

@@ -32,6 +32,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=commands.run)
 
+    batch = sub.add_parser(
+        "batch",
+        help="Run one job on many inputs with one server start and one model load; one JSON line per input",
+    )
+    batch.add_argument("job", help="Job id, e.g. remove-background")
+    batch.add_argument(
+        "items", nargs="+", metavar="INPUT or key=value", help="Inputs (stills, videos, frame folders) and parameters"
+    )
+    batch.add_argument("--output", required=True, help="Folder for the results (names never collide nor replace)")
+    batch.set_defaults(handler=commands.batch)
+
     jobs = sub.add_parser("jobs", help="List jobs and their parameters")
     jobs.set_defaults(handler=commands.jobs)
 

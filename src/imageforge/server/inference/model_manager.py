@@ -34,7 +34,17 @@ log = logging.getLogger(__name__)
 class SessionHandle:
     """What an adapter holds during one job: run models through it, read what really runs from it."""
 
-    def __init__(self, family: Family, model: str, requested: Device, loaded: LoadedSession, warn: Warn | None):
+    def __init__(
+        self,
+        family: Family,
+        model: str,
+        requested: Device,
+        loaded: LoadedSession,
+        warn: Warn | None,
+        *,
+        reused: bool = False,
+    ):
+        self.reused = reused  # the session was already loaded by an earlier job (for the job log)
         self.family = family
         self.model = model
         self.requested = requested
@@ -155,7 +165,8 @@ class ModelManager:
             if self._closed:
                 raise ImageForgeError("The server is shutting down; run the job again after it restarts.")
             cached = self._loaded.get(entry.family)
-            if cached is not None and cached[0] == key and cached[1].created is not None:
+            reused = cached is not None and cached[0] == key and cached[1].created is not None
+            if reused:
                 loaded = cached[1]
             else:
                 self._release(entry.family)
@@ -166,7 +177,7 @@ class ModelManager:
                 self._note_device_warning(message)
                 if warn is not None:
                     warn(message)
-        return SessionHandle(entry.family, entry.key, Device(device), loaded, warn)
+        return SessionHandle(entry.family, entry.key, Device(device), loaded, warn, reused=reused)
 
     def snapshot(self) -> dict[str, Any]:
         with self._state_lock:  # a job thread adds sessions and CPU pins meanwhile: copy both under the lock

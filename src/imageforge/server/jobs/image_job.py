@@ -54,9 +54,11 @@ def prepare_adapter(
         )
     graph = adapter.handle.graph
     copy = f" from its fp32 CPU copy {graph.name}" if is_copy(graph) else ""
+    session = "session reused from an earlier job" if adapter.handle.reused else "session loaded"
     context.log(
         f"{entry.label} ({entry.key}) loaded for device {device.value}: "
-        f"runs on {adapter.device.value} ({adapter.provider}){copy}, {adapter.handle.threads} intra-op threads"
+        f"runs on {adapter.device.value} ({adapter.provider}){copy}, {adapter.handle.threads} intra-op threads; "
+        f"{session}"
     )
     return adapter
 

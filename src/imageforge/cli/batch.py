@@ -1,0 +1,157 @@
+"""`imageforge batch JOB INPUT... [key=value ...] --output DIR`: one job per input on one server start.
+
+The server starts once (or is attached to, when one lingers) and keeps each model family's session loaded between jobs (ModelManager), so N inputs
+pay one start and one model load. Inputs may mix stills, videos and frame folders or patterns. Every input
+gets one JSON line on stdout as soon as it ends:
+
+    {"input": "shots/a.png", "result": {"foreground": "/out/a_foreground.png", ...}}
+    {"input": "shots/broken.png", "error": "'broken.png' is not a readable image ..."}
+
+A bad input is reported and the batch goes on; the exit status is 1 when any input failed. Results are
+copied with cli/output_placement.py under names made from the input (`<stem>_<result file>`), so two
+`photo.png` from different folders become `photo_foreground.png` and `photo_foreground (2).png`, and no
+input or existing file is ever replaced. On a terminal, one progress bar covers the whole batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..client.runtime import JobCancelledError, make_runtime, run_job
+from ..client.setup import environment_ready, prepare_environment
+from ..contract import ImageForgeError, InputError, job_spec
+from ..contract.parameters import field_docs
+from .arguments import parse_assignments
+from .output_placement import OutputFolder
+from .progress import ProgressPrinter
+
+PLACEHOLDER = re.compile(r"[#%].*$")  # `shot_####.png`, `shot_%04d.png` → `shot_`
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    argument: str  # as the user typed it, echoed in the JSON line
+    path: str  # absolute, what the server reads
+    parameters: dict[str, Any]
+
+
+def split_arguments(job: str, items: list[str]) -> tuple[list[str], dict[str, Any]]:
+    """Inputs and `key=value` parameters, told apart by the key being one of the job's parameters."""
+    names = {field["name"] for field in field_docs(job_spec(job).parameters)}
+    inputs, assignments = [], []
+    for item in items:
+        key = item.split("=", 1)[0]
+        (assignments if "=" in item and key in names else inputs).append(item)
+    parameters = parse_assignments(assignments)
+    if "input" in parameters:
+        raise InputError("Give the batch's inputs as arguments, not as input=...")
+    if not inputs:
+        raise InputError("Give at least one input: an image, a video or a folder of frames.")
+    return inputs, parameters
+
+
+def plan_items(job: str, inputs: list[str], parameters: dict[str, Any]) -> list[BatchItem]:
+    """One item per input; the shared parameters are checked once here (a bad one fails the whole command)."""
+    job_spec(job).parse({**parameters, "input": inputs[0]})
+    items = []
+    for argument in inputs:
+        path = os.path.abspath(os.path.expanduser(argument))
+        items.append(BatchItem(argument, path, {**parameters, "input": path}))
+    return items
+
+
+def result_label(path: str) -> str:
+    """The name an input's results are copied under: a file's stem, a folder's name, a pattern's prefix."""
+    location = Path(path)
+    if PLACEHOLDER.search(location.name) and not location.exists():
+        return PLACEHOLDER.sub("", location.name).rstrip("._- ") or location.parent.name
+    return location.stem if location.is_file() else location.name
+
+
+def copy_named(files: dict[str, Path], job_folder: Path, output: OutputFolder, label: str) -> dict[str, Path]:
+    """Copy a job's result files as `<label>_<name>` (a PNG sequence's folder whole); returns each landing."""
+    relative = {name: path.relative_to(job_folder) for name, path in files.items()}
+    sources = {parts.parts[0]: job_folder / parts.parts[0] for parts in relative.values()}
+    placement = output.place(sources, names={top: f"{label}_{top}" for top in sources})
+    return {name: placement.paths[parts.parts[0]].joinpath(*parts.parts[1:]) for name, parts in relative.items()}
+
+
+class BatchProgress:
+    """One bar over the whole batch: input i of n, the current job's own progress inside its share."""
+
+    def __init__(self, count: int, printer: ProgressPrinter):
+        self.count, self.printer = count, printer
+        self.index, self.name = 0, ""
+
+    def start(self, index: int, name: str) -> None:
+        self.index, self.name = index, name
+
+    def __call__(self, status: dict[str, Any]) -> None:
+        share = min(max(float(status.get("progress") or 0.0), 0.0), 1.0)
+        detail = str(status.get("message") or status.get("state") or "")
+        self.printer(
+            {
+                "progress": (self.index + share) / self.count,
+                "message": f"{self.index + 1}/{self.count} {self.name}: {detail}",
+            }
+        )
+
+
+def batch(args: argparse.Namespace, storage_root: Path, say: Callable[[str], None]) -> int:
+    inputs, parameters = split_arguments(args.job, args.items)
+    items = plan_items(args.job, inputs, parameters)
+    output = OutputFolder.checked(args.output, inputs=[item.path for item in items])  # before any work
+    if not environment_ready(storage_root):
+        prepare_environment(storage_root, report=say)
+    runtime = make_runtime(storage_root)  # one server start for every input
+    printer = ProgressPrinter()
+    progress = BatchProgress(len(items), printer)
+    interrupted: list[bool] = []
+
+    def on_interrupt(_signum, _frame):
+        if interrupted:
+            raise KeyboardInterrupt
+        interrupted.append(True)
+        say("\nCancelling… (Ctrl-C again to abandon)")
+
+    def one(index: int, item: BatchItem) -> dict[str, Any]:
+        progress.start(index, Path(item.argument).name)
+        try:
+            done = run_job(
+                runtime, args.job, item.parameters, on_progress=progress, cancel_requested=lambda: bool(interrupted)
+            )
+            files = {name: done.file(name) for name in done.value}
+            result = copy_named(files, Path(done.directory).resolve(), output, result_label(item.path))
+        except JobCancelledError:
+            raise
+        except (ImageForgeError, RuntimeError, OSError) as failure:
+            return {"input": item.argument, "error": str(failure)}
+        finally:
+            printer.finish()
+            printer.last_line = ""
+        return {"input": item.argument, "result": {name: str(path) for name, path in result.items()}}
+
+    failures = 0
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        for index, item in enumerate(items):
+            line = one(index, item)
+            failures += "error" in line
+            print(json.dumps(line, ensure_ascii=False), flush=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        runtime.server.detach()  # the shared server lingers for the next command, as after `run`
+    if failures:
+        say(f"{failures} of {len(items)} input(s) failed.")
+    return 1 if failures else 0
+
+
+__all__ = ["batch", "result_label", "split_arguments"]
