@@ -17,12 +17,13 @@ Deprecation warnings raised while it runs go into the report, so that an API a B
 fails the test under that release.
 
 Spec keys: zip, storage_root, output, images {name: path}, selections {tool: selection}, step_model (the
-geometry model with a depth jump, for the depth plane that tears and the Parallax Shot).
+geometry model with a depth jump, for the depth plane that tears and the Parallax Shot); movie (a video file).
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib
 import json
 import os
 import re
@@ -303,6 +304,38 @@ class Driver:
             plate=self.image(bpy.data.images["Step Clean Plate"], "parallax-plate"),
         )
 
+    def run_frame_and_batch_jobs(self) -> None:
+        """After the undo check: a movie strip's frames and the textures of a selected object (issue 13)."""
+        ops, jobs = bpy.ops.imageforge, self.report["jobs"]
+        scene = bpy.context.scene
+        editor = scene.sequence_editor_create()
+        sequencer = importlib.import_module(f"{MODULE}.scene.sequencer")  # the version-proof strip timing
+        strips = editor.strips
+        strip = strips.new_movie("Take", self.spec["movie"], 1, 5)
+        sequencer.trim(strip, 1, 0)  # scene frames 6.. show the movie from its second frame
+        editor.active_strip = strip
+        jobs["vse_strip"] = self.drive(ops.remove_background_frames)
+        landed = strips["Take Cutout"]
+        folder = Path(bpy.path.abspath(landed.directory))
+        jobs["vse_strip"]["strip"] = {
+            "type": landed.type,
+            "channel": landed.channel,
+            "span": list(sequencer.span(landed)),
+            "files": [str(folder / element.filename) for element in landed.elements],
+            "source": [strip.channel, *sequencer.span(strip), strip.type],
+        }
+
+        texture = bpy.data.images.load(self.spec["images"]["Background"], check_existing=False)
+        texture.name = "Texture"
+        plane = image_object(texture, "Textured Plane")
+        self.activate(plane)
+        jobs["upscale_textures"] = self.drive(ops.upscale_textures, scale="2")
+        jobs["upscale_textures"]["image"] = self.image(bpy.data.images["Texture"], "texture")
+        jobs["upscale_textures"]["same_datablock"] = (
+            plane.active_material.node_tree.nodes["Image Texture"].image == bpy.data.images["Texture"]
+        )
+        self.report["undo_after_batches"] = self.undo_steps()[-2:]
+
     def undo(self) -> None:
         steps = self.undo_steps()
         bpy.ops.ed.undo()
@@ -341,6 +374,7 @@ class Driver:
                     self.build_scene()
                     self.run_jobs()
                     self.undo()
+                    self.run_frame_and_batch_jobs()
                 finally:
                     self.shut_down()
             finally:

@@ -25,6 +25,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import av
 import numpy as np
 import pytest
 from PIL import Image as PILImage
@@ -56,6 +57,7 @@ UNDO_STEPS = [
     "Convert to Depth Plane",
     "Parallax Shot",
 ]
+MOVIE_FRAMES = 4
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,29 @@ def inputs(tmp_path_factory) -> dict[str, np.ndarray | Path]:
     photo = np.random.default_rng(7).integers(0, 256, size=(*PHOTO[::-1], 3), dtype=np.uint8)
     PILImage.fromarray(square).save(folder / "square.png")
     PILImage.fromarray(photo).save(folder / "photo.png")
-    return {"square": square, "photo": photo, "square_path": folder / "square.png", "photo_path": folder / "photo.png"}
+    movie = write_movie(folder / "take.mp4", [np.roll(square, 8 * index, axis=1) for index in range(MOVIE_FRAMES)])
+    return {
+        "square": square,
+        "photo": photo,
+        "square_path": folder / "square.png",
+        "photo_path": folder / "photo.png",
+        "movie_path": movie,
+    }
+
+
+def write_movie(path: Path, frames: list[np.ndarray]) -> Path:
+    """A near-lossless H.264 clip (yuv444p, crf 0) the sequencer and the server both read."""
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("libx264", rate=24, options={"crf": "0"})
+        stream.width, stream.height, stream.pix_fmt = frames[0].shape[1], frames[0].shape[0], "yuv444p"
+        for index, pixels in enumerate(frames):
+            frame = av.VideoFrame.from_ndarray(pixels, format="rgb24")
+            frame.pts = index
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode(None):
+            container.mux(packet)
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +138,7 @@ def run(request, tmp_path_factory, extension_zip, inputs) -> Run:
             },
             "selections": {"refine": {"box": REFINE_BOX}, "cutout": {"box": CUTOUT_BOX}, "parallax": {"box": STEP_BOX}},
             "step_model": "KIT_MOGE2_STEP",
+            "movie": str(inputs["movie_path"]),
         }
         (root / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         environment = {
@@ -379,6 +404,41 @@ def test_parallax_shot_puts_the_card_in_front_of_a_filled_background_and_moves_t
     subject = float(np.median(card[y0:y1, x0:x1]))
     assert distance == pytest.approx(0.15 * subject * math.hypot(1.0, 0.3), rel=1e-3)  # the dolly, with a sidestep
     assert job["camera"]["frame_end"] >= 48
+
+
+# -- frames and batches (issue 13) -------------------------------------------------------------------------------
+
+
+def test_a_movie_strip_becomes_a_strip_of_alpha_frames_at_its_place_and_length(run, inputs):
+    job = run.job("vse_strip")
+    strip = job["strip"]
+    assert job["message"] == "Removed the background: 3 frame(s) of 'Take' → 'Take Cutout'"
+    assert strip["source"] == [1, 6, 9, "MOVIE"]  # untouched
+    assert (strip["type"], strip["channel"], strip["span"]) == ("IMAGE", 2, [6, 9])
+    assert [Path(path).name for path in strip["files"]] == ["frame_0002.png", "frame_0003.png", "frame_0004.png"]
+    for index, path in enumerate(strip["files"], start=1):
+        with PILImage.open(path) as frame:
+            pixels = np.asarray(frame)
+        assert pixels.shape == (*SQUARE[::-1], 4)  # RGBA: the matte as alpha
+        source = np.roll(inputs["square"], 8 * index, axis=1)
+        assert np.abs(pixels[..., :3].astype(int) - source).mean() < 3  # H.264 at crf 0 in yuv444p
+        assert np.abs(pixels[..., 3] / 255 - matte(source)).mean() < 0.03
+
+
+def test_an_image_texture_of_a_selected_object_is_upscaled_in_place(run, inputs):
+    job = run.job("upscale_textures")
+    image = job["image"]
+    assert job["message"] == "1 done"
+    assert (image["name"], image["size"], image["packed"], job["same_datablock"]) == ("Texture", [128, 128], True, True)
+    source = (inputs["square"] / 255).astype(np.float32).transpose(2, 0, 1)[None]
+    four = np.clip(upscaler_reference(source, receptive_radius=2)[0].transpose(1, 2, 0), 0, 1)
+    halved = np.stack(  # 2× is the model's 4×, then halved with Pillow's Lanczos (server/halving.py)
+        [np.asarray(PILImage.fromarray(four[..., c], mode="F").resize((128, 128), PILImage.LANCZOS)) for c in range(3)],
+        axis=-1,
+    )
+    pixels = run.array(image["pixels"])
+    assert np.abs(pixels[..., :3] - np.clip(halved, 0, 1)).max() <= 2 / 255
+    assert run.report["undo_after_batches"] == ["Remove Background (Frames)", "Upscale Textures of Selected Objects"]
 
 
 # -- history and shutdown -----------------------------------------------------------------------------------------
