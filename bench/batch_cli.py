@@ -1,6 +1,6 @@
 """`imageforge batch` against one `imageforge run` per input: the ratio, and throughput, in one command.
 
-    uv run python bench/batch_cli.py [N] [--model kit|ben2] [--runs R]
+    uv run python bench/batch_cli.py [N] [--model kit|ben2] [--runs R] [--model-file ben2-shaped.onnx]
 
 Both sides remove the background of the same N small stills (256², written once) with the same model and
 storage root: A is one `imageforge batch` (one server start, one model load), B is a shell loop of N
@@ -33,7 +33,7 @@ from tests.kit.onnx_models import build_ben2  # noqa: E402
 from tests.kit.server_env import install_server_environment  # noqa: E402
 
 
-def prepare(count: int, model: str) -> tuple[Path, Path, list[Path]]:
+def prepare(count: int, model: str, model_file: Path) -> tuple[Path, Path, list[Path]]:
     """Storage with the server environment and the model, a catalog naming it, and `count` stills."""
     storage = WORK / "storage"
     if not (storage / ".venv").exists():
@@ -44,7 +44,9 @@ def prepare(count: int, model: str) -> tuple[Path, Path, list[Path]]:
         if model == "kit":
             build_ben2(target, size=64)
         else:
-            target.symlink_to(BENCH / "models" / "ben2-shaped.onnx")
+            if not model_file.is_file():
+                raise SystemExit(f"{model_file} is missing: bench/export_image_models.py writes it")
+            target.symlink_to(model_file.resolve())
     entry = {
         "key": "BENCH_BEN2", "family": "background", "adapter": "ben2", "label": f"BEN2 ({model})",
         "license": "MIT", "repository": f"bench/{model}", "directory": f"bench_{model}", "default": True,
@@ -68,8 +70,9 @@ def main() -> None:
     parser.add_argument("count", type=int, nargs="?", default=8)
     parser.add_argument("--model", choices=("kit", "ben2"), default="kit")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--model-file", type=Path, default=BENCH / "models" / "ben2-shaped.onnx")
     args = parser.parse_args()
-    storage, catalog, stills = prepare(args.count, args.model)
+    storage, catalog, stills = prepare(args.count, args.model, args.model_file)
     python = shlex.quote(sys.executable)
     cli = f"{python} -m imageforge.cli.main --storage-root {shlex.quote(str(storage))}"
     out = shlex.quote(str(WORK / "out"))
