@@ -1,8 +1,8 @@
 """`imageforge batch JOB INPUT... [key=value ...] --output DIR`: one job per input on one server start.
 
 The server starts once (or is attached to, when one lingers) and keeps each model family's session loaded
-between jobs (ModelManager), so N inputs pay one start and one model load. Inputs may mix stills, videos and frame folders or patterns. Every input
-gets one JSON line on stdout as soon as it ends:
+between jobs (ModelManager), so N inputs pay one start and one model load. Inputs may mix stills, videos
+and frame folders or patterns. Every input gets one JSON line on stdout as soon as it ends:
 
     {"input": "shots/a.png", "result": {"foreground": "/out/a_foreground.png", ...}}
     {"input": "shots/broken.png", "error": "'broken.png' is not a readable image ..."}
