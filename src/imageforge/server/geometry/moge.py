@@ -5,6 +5,11 @@ the shift are recovered from the points themselves: for every valid pixel, the p
 `focal · (x, y) / (z + shift)` must land on the pixel's normalised view-plane coordinate (u, v). That is
 linear in (focal, shift) once multiplied out (`focal·x − u·shift = u·z`), so a least-squares solve on a
 subsample of valid pixels gives both; a few Gauss-Newton steps then minimise the true reprojection error.
+
+The subsample is the official pipeline's: a nearest-neighbour resize of points and mask to 64 × 64, i.e. rows
+`floor(i·H/64)` and columns `floor(j·W/64)` for i, j < 64 (repeated rows and columns when the map is smaller
+count twice, as they do there). Fewer than two valid samples give the official fallback, focal 1 and shift 0,
+instead of an error; masked pixels get a zero normal (no direction), as the official `infer` writes them.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from .frame import GeometryFrame, Intrinsics
 
 SAMPLE_GRID = 64
 MASK_THRESHOLD = 0.5
-MIN_VALID_PIXELS = 16
+MIN_VALID_SAMPLES = 2  # fewer valid samples on the grid: the official fallback camera
+FALLBACK_FOCAL, FALLBACK_SHIFT = 1.0, 0.0
 
 
 def view_plane_uv(width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
@@ -37,27 +43,21 @@ def normalized_intrinsics(focal: float, width: int, height: int) -> Intrinsics:
     return Intrinsics(fx=focal / 2 * diagonal / aspect, fy=focal / 2 * diagonal)
 
 
-def _subsample(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    height, width = mask.shape
-    rows = np.unique(np.linspace(0, height - 1, min(height, SAMPLE_GRID)).round().astype(int))
-    cols = np.unique(np.linspace(0, width - 1, min(width, SAMPLE_GRID)).round().astype(int))
-    grid = np.zeros_like(mask)
-    grid[np.ix_(rows, cols)] = True
-    chosen = mask & grid
-    if chosen.sum() < MIN_VALID_PIXELS:  # a small valid region can fall between grid lines: use it all
-        chosen = mask
-    return np.nonzero(chosen)
+def sample_indices(length: int) -> np.ndarray:
+    """Rows (or columns) a nearest-neighbour resize to SAMPLE_GRID picks: floor(i · length / SAMPLE_GRID)."""
+    return np.arange(SAMPLE_GRID) * length // SAMPLE_GRID
 
 
 def recover_focal_shift(points: np.ndarray, valid: np.ndarray) -> tuple[float, float]:
-    """Solve `focal · xy / (z + shift) ≈ uv` over valid pixels. Returns (focal, shift)."""
+    """Solve `focal · xy / (z + shift) ≈ uv` over the valid pixels of the 64 × 64 grid. Returns (focal, shift)."""
     height, width = valid.shape
-    if valid.sum() < MIN_VALID_PIXELS:
-        raise InputError("The geometry model found almost no usable depth in this image; try a clearer photo.")
     u_grid, v_grid = view_plane_uv(width, height)
-    rows, cols = _subsample(valid)
-    x, y, z = (points[rows, cols, axis].astype(np.float64) for axis in range(3))
-    u, v = u_grid[rows, cols], v_grid[rows, cols]
+    grid = np.ix_(sample_indices(height), sample_indices(width))
+    chosen = valid[grid]
+    if chosen.sum() < MIN_VALID_SAMPLES:
+        return FALLBACK_FOCAL, FALLBACK_SHIFT
+    x, y, z = (points[..., axis][grid][chosen].astype(np.float64) for axis in range(3))
+    u, v = u_grid[grid][chosen], v_grid[grid][chosen]
     design = np.concatenate([np.stack([x, -u], axis=1), np.stack([y, -v], axis=1)])
     target = np.concatenate([u * z, v * z])
     (focal, shift), *_ = np.linalg.lstsq(design, target, rcond=None)
@@ -81,6 +81,8 @@ def recover_focal_shift(points: np.ndarray, valid: np.ndarray) -> tuple[float, f
 def geometry_from_moge(points: np.ndarray, normal: np.ndarray, mask: np.ndarray, metric_scale: float) -> GeometryFrame:
     """One frame (the batch dimension already removed) of MoGe-2 outputs → a metric GeometryFrame."""
     valid = mask > MASK_THRESHOLD
+    if not valid.any():
+        raise InputError("The geometry model found no usable depth in this image; try a clearer photo.")
     focal, shift = recover_focal_shift(points, valid)
     depth = (points[..., 2].astype(np.float64) + shift) * float(metric_scale)
     valid &= depth > 0
@@ -95,7 +97,7 @@ def geometry_from_moge(points: np.ndarray, normal: np.ndarray, mask: np.ndarray,
     metric[~valid] = 0.0
     unit = normal.astype(np.float64)
     unit /= np.maximum(np.linalg.norm(unit, axis=-1, keepdims=True), 1e-12)
-    unit[~valid] = (0.0, 0.0, -1.0)  # flat, facing the camera
+    unit[~valid] = 0.0  # no surface here: no direction
     return GeometryFrame(
         depth=np.where(valid, depth, 0.0).astype(np.float32),
         points=metric.astype(np.float32),

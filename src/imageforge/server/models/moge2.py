@@ -33,8 +33,8 @@ def normals_from_points(points: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """Unit surface normals (H, W, 3) of camera-space points, facing the camera (OpenCV axes).
 
     Central differences along the image rows and columns span the surface's tangent plane; their cross product,
-    ordered so a fronto-parallel surface gets (0, 0, −1), is the geometric normal. Pixels without a valid
-    neighbourhood get the camera-facing normal.
+    ordered so a fronto-parallel surface gets (0, 0, −1), is the geometric normal. Valid pixels without a valid
+    neighbourhood get the camera-facing normal; invalid pixels get zero, as in geometry_from_moge.
     """
     along_x = np.gradient(points.astype(np.float64), axis=1)
     along_y = np.gradient(points.astype(np.float64), axis=0)
@@ -45,7 +45,8 @@ def normals_from_points(points: np.ndarray, valid: np.ndarray) -> np.ndarray:
     for axis in (0, 1):
         for shift in (-1, 1):
             usable &= np.roll(valid, shift, axis=axis)
-    normal = np.where(usable[..., None], normal / np.maximum(length, 1e-12), (0.0, 0.0, -1.0))
+    fallback = np.where(valid[..., None], (0.0, 0.0, -1.0), 0.0)
+    normal = np.where(usable[..., None], normal / np.maximum(length, 1e-12), fallback)
     return normal.astype(np.float32)
 
 
