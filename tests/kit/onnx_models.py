@@ -211,6 +211,7 @@ def build_upscaler(
     scale: int = 4,
     receptive_radius: int = 0,
     legacy_output_dims: bool = True,
+    channel_gains: tuple[float, float, float] | None = None,
 ) -> Path:
     """Real-ESRGAN-shaped upscaler: ``input`` float32 [batch,3,height,width] (symbolic dims
     ``"batch"``, ``"height"``, ``"width"``) -> ``output`` float32 [batch,3,scale*h,scale*w].
@@ -226,7 +227,10 @@ def build_upscaler(
     2. nearest-neighbour upscale by *scale*: ``output[..., y, x] = blurred[..., y // scale, x // scale]``
        (ONNX Resize, mode nearest, asymmetric coordinates, floor).
 
-    No clamping is done in the graph (values stay in [0,1] for inputs in [0,1]).
+    3. with *channel_gains* ``(r, g, b)``: output channel c is multiplied by its gain, so a grey input
+       comes back with different channels (what a real network does to an alpha fed as grey).
+
+    No clamping is done in the graph (values stay in [0,1] for inputs in [0,1] and gains <= 1).
 
     Declared output dims: with *legacy_output_dims* the output is labelled with the *same* symbols
     as the input, ``["batch", 3, "height", "width"]`` (wrong, as legacy exports are); otherwise
@@ -241,6 +245,8 @@ def build_upscaler(
         w = g.const(np.full((3, 1, k, k), 1.0 / (k * k), np.float32), hint="box_w")
         r = receptive_radius
         x = g.op("Conv", [x, w], group=3, kernel_shape=[k, k], pads=[r, r, r, r])
+    if channel_gains is not None:
+        x = g.op("Mul", [x, g.const(np.asarray(channel_gains, np.float32).reshape(1, 3, 1, 1), hint="gains")])
     scales = g.const([1.0, 1.0, float(scale), float(scale)], hint="scales")
     g.op(
         "Resize",
@@ -259,7 +265,9 @@ def build_upscaler(
     )
 
 
-def upscaler_reference(x: np.ndarray, *, scale: int = 4, receptive_radius: int = 0) -> np.ndarray:
+def upscaler_reference(
+    x: np.ndarray, *, scale: int = 4, receptive_radius: int = 0, channel_gains: tuple[float, float, float] | None = None
+) -> np.ndarray:
     """numpy reference of :func:`build_upscaler` for ``x`` [B,3,h,w] float32."""
     x = np.asarray(x, np.float32)
     r = receptive_radius
@@ -272,6 +280,8 @@ def upscaler_reference(x: np.ndarray, *, scale: int = 4, receptive_radius: int =
             for dx in range(k):
                 acc += p[:, :, dy : dy + h, dx : dx + w]
         x = (acc / (k * k)).astype(np.float32)
+    if channel_gains is not None:
+        x = x * np.asarray(channel_gains, np.float32).reshape(1, 3, 1, 1)
     return x.repeat(scale, axis=2).repeat(scale, axis=3)
 
 

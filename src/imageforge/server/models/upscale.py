@@ -12,7 +12,8 @@
   Batches of tiles only on CUDA, where they fill the device; on CPU one tile already uses every thread,
   and DirectML pins the batch dimension to 1.
 - Alpha is upscaled separately, as a grey image through the same model (crisp edges, no colour bleeding
-  into transparency), unless it is fully opaque, which costs nothing.
+  into transparency), unless it is fully opaque, which costs nothing. The model's three output channels are
+  turned back into one with 0.299 R + 0.587 G + 0.114 B, as Real-ESRGAN's own code does (OpenCV's BGR2GRAY).
 - Scale 2 with a 4× model: the 4× rows are halved with Lanczos-3 as they are finished (halving.py).
 - Outputs are clamped to [0, 1]; the arena is shrunk only after the job's last tile (`last_frame`).
 """
@@ -45,6 +46,7 @@ DEFAULT_TILE_BYTES_X4 = 16384
 MAX_BATCH = 8
 TILE_MULTIPLE = 8
 PROBE_SIZE = 16
+ALPHA_FROM_RGB = np.array([0.299, 0.587, 0.114], np.float32)  # Real-ESRGAN: cv2 BGR2GRAY of the alpha's output
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,8 @@ class UpscaleAdapter(Adapter):
             else:
                 colour_out = self._run_tiles(colour, last_run=False)
                 grey_out = self._run_tiles(grey, last_run=last)
-            return np.concatenate([colour_out, grey_out.mean(axis=1, keepdims=True)], axis=1)
+            alpha_out = np.tensordot(ALPHA_FROM_RGB, grey_out, axes=([0], [1]))[:, None]
+            return np.concatenate([colour_out, alpha_out.astype(np.float32, copy=False)], axis=1)
 
         run_tiled(source, plan.grid, model, scale=plan.model_scale, sink=target, batch=plan.batch, on_tile=on_tile)
 
