@@ -44,7 +44,7 @@ def test_builtin_catalog_matches_the_published_facts():
         "onnx/model_fp16.onnx",
     )
     assert ben2.files[0].size == 219121675 and ben2.files[0].streamable
-    assert ben2.options == {"normalization": "imagenet"}
+    assert ben2.options == {"normalization": "imagenet", "final_activation": "sigmoid"}
     assert {entry.key for entry in catalog.defaults} == {"BEN2_BASE", "MOGE2_VITB_NORMAL", "REALESRGAN_GENERAL_X4V3"}
     assert not catalog.get("MOGE2_VITL_NORMAL").files[0].streamable  # fetched with huggingface_hub
     general = catalog.get("REALESRGAN_GENERAL_X4V3").files[0]

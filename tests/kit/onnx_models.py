@@ -120,6 +120,7 @@ def build_ben2(
     function: str = "luma",
     input_name: str = "input",
     output_name: str = "output",
+    final_sigmoid: bool = False,
 ) -> Path:
     """BEN2-shaped background remover: ``input`` float32 [1,3,size,size] (static) ->
     ``output`` [1,1,size,size], float16 when *fp16_output* (as in ``onnx/model_fp16.onnx``) else float32.
@@ -131,6 +132,8 @@ def build_ben2(
       ``(luma - luma.min()) / (luma.max() - luma.min())``.
     * ``"threshold"``: ``output = 1.0 where x[:,0] > 0.5 else 0.0`` (a crisp matte; min-max
       normalisation leaves it unchanged when both values occur).
+
+    *final_sigmoid* applies a Sigmoid before the output Cast, as the published BEN2 graph ends.
     """
     if function not in ("luma", "threshold"):
         raise ValueError(f"unknown BEN2 test function {function!r}")
@@ -144,6 +147,8 @@ def build_ben2(
             [input_name, g.const([0], np.int64), g.const([1], np.int64), g.const([1], np.int64)],
         )
         y = g.op("Cast", [g.op("Greater", [red, g.const(0.5)])], to=_F32)
+    if final_sigmoid:
+        y = g.op("Sigmoid", [y])
     out_type = _F16 if fp16_output else _F32
     g.op("Cast", [y], out=output_name, to=out_type)
     return g.save(

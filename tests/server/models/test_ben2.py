@@ -95,3 +95,32 @@ def test_unknown_normalisation_is_a_catalog_error(make_adapter):
     entry = kit_entry("BEN2_ODD", Family.BACKGROUND, "ben2", normalization="zscore")
     with pytest.raises(ModelUnavailableError, match="normalization 'zscore'"):
         make_adapter(entry, lambda path: build_ben2(path, size=64))
+
+
+def test_postprocessing_resizes_bilinearly_then_stretches_like_ben2_py(make_adapter):
+    """BEN2.py: F.interpolate(bilinear, align_corners=False) to the source size, then min–max over the result."""
+    adapter = make_adapter(kit_entry("BEN2_POST", Family.BACKGROUND, "ben2"), lambda path: build_ben2(path, size=32))
+    raw = np.array([[0.2, 0.6], [0.4, 0.8]], np.float32)[None, None]
+    weights = np.array([0.0, 0.25, 0.75, 1.0])  # half-pixel source positions -0.25, 0.25, 0.75, 1.25, clamped
+    expected = (2 * weights[None, :] + weights[:, None]) / 3  # the stretched corners are 0, 2/3, 1/3, 1
+    np.testing.assert_allclose(adapter.postprocess(raw, (4, 4), None), expected, atol=1e-6)
+    # Shrinking has no antialiasing: a one-pixel line between the sampled pairs vanishes, as in BEN2.py.
+    line = np.zeros((1, 1, 8, 8), np.float32)
+    line[..., 3, :] = 1.0
+    line[..., 1, 1] = 0.5  # sampled (positions 1.5 and 5.5 on each axis): a quarter of it reaches out[0, 0]
+    shrunk = adapter.postprocess(line, (2, 2), None)
+    np.testing.assert_allclose(shrunk, [[1.0, 0.0], [0.0, 0.0]], atol=1e-6)
+
+
+def test_a_declared_final_sigmoid_is_checked_in_the_file(make_adapter):
+    def with_sigmoid(path):
+        return build_ben2(path, size=32, final_sigmoid=True)
+
+    entry = kit_entry("BEN2_SIGMOID", Family.BACKGROUND, "ben2", final_activation="sigmoid")
+    checked = make_adapter(entry, with_sigmoid)
+    assert checked.matte(np.full((32, 32, 3), 0.5, np.float32), (32, 32), None, last_run=True).shape == (32, 32)
+    with pytest.raises(ModelUnavailableError, match="does not end in a sigmoid .its output comes from Conv"):
+        make_adapter(
+            kit_entry("BEN2_LOGITS", Family.BACKGROUND, "ben2", final_activation="sigmoid"),
+            lambda path: build_ben2(path, size=32),
+        )

@@ -78,6 +78,11 @@ class SessionHandle:
         return self._loaded.current().graph
 
     @property
+    def model_path(self) -> Path:
+        """The downloaded graph file (never a converted copy), for checks that read the graph (models/onnx_graph.py)."""
+        return self._loaded.request.files[0]
+
+    @property
     def session(self) -> Any:
         """The ONNX Runtime session, for reading input and output metadata; run through `run()`."""
         return self._loaded.current().session

@@ -32,7 +32,7 @@ from ...contract import Device, InputError
 from ...contract.catalog import Family
 from ...contract.jobs import DepthPlaneParams, NormalMode
 from ..geometry.frame import GeometryFrame
-from ..media import Image, fit_long_edge_size, open_input, resize, write_exr, write_json
+from ..media import Image, fit_long_edge_size, open_input, resize, sample_bilinear, write_exr, write_json
 from ..media.png_stream import write_png_bands
 from ..models.display import display_pixels, over_black, over_black_at
 from ..models.moge2 import MoGe2Adapter, MoGeResult
@@ -239,18 +239,7 @@ def sample_at_source(
     xs = (np.arange(region.x0, region.x1) + 0.5) * analysed_w / width - 0.5
     ys = (np.arange(region.y0, region.y1) + 0.5) * analysed_h / height - 0.5
     stacked = np.concatenate([frame.normal, frame.valid[..., None].astype(np.float32)], axis=2)
-    sampled = _bilinear(stacked, xs, ys)
+    sampled = sample_bilinear(stacked, xs, ys)
     normal = sampled[..., :3]
     normal /= np.maximum(np.linalg.norm(normal, axis=-1, keepdims=True), 1e-12)
     return normal.astype(np.float32), sampled[..., 3]
-
-
-def _bilinear(plane: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
-    height, width = plane.shape[:2]
-    xs, ys = np.clip(xs, 0, width - 1), np.clip(ys, 0, height - 1)
-    left, top = np.floor(xs).astype(int), np.floor(ys).astype(int)
-    right, bottom = np.minimum(left + 1, width - 1), np.minimum(top + 1, height - 1)
-    fx, fy = (xs - left)[None, :, None], (ys - top)[:, None, None]
-    upper = plane[np.ix_(top, left)] * (1 - fx) + plane[np.ix_(top, right)] * fx
-    lower = plane[np.ix_(bottom, left)] * (1 - fx) + plane[np.ix_(bottom, right)] * fx
-    return (upper * (1 - fy) + lower * fy).astype(np.float32)

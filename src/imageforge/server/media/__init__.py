@@ -9,7 +9,7 @@ from .atomic import atomic_directory, atomic_file
 from .exr import write_exr
 from .formats import MAX_PIXELS, STILL_EXTENSIONS, VIDEO_EXTENSIONS, supported_formats
 from .image import AlphaMode, Image, SampleKind, from_integers, to_integers
-from .resample import fit_long_edge_size, resize
+from .resample import fit_long_edge_size, resize, resize_bilinear, sample_bilinear
 from .sequence_writer import PngSequenceWriter
 from .source import Frame, MediaKind, MediaSource, open_input
 from .video_plan import VideoPlan, plan_video_output
@@ -36,6 +36,8 @@ __all__ = [
     "open_input",
     "plan_video_output",
     "resize",
+    "resize_bilinear",
+    "sample_bilinear",
     "supported_formats",
     "to_integers",
     "write_exr",

@@ -16,7 +16,9 @@ from PIL import Image as PILImage
 from ...contract.sizes import fit_long_edge_size
 from .image import AlphaMode, Image, SampleKind
 
-__all__ = ["fit_long_edge_size", "resize", "resize_image", "resized_rows"]
+__all__ = ["fit_long_edge_size", "resize", "resize_bilinear", "resize_image", "resized_rows", "sample_bilinear"]
+
+BILINEAR_BAND_ROWS = 512  # output rows per gather pass: bounds the temporaries of a 16384² result
 
 RESIZE_BAND_PIXELS = 1 << 22  # output pixels per channel resampled at a time (16 MiB of float32)
 
@@ -117,3 +119,33 @@ def resize_image(image: Image, size: tuple[int, int]) -> Image:
     if image.sample_kind is not SampleKind.FLOAT:
         np.clip(scaled, 0.0, 1.0, out=scaled)
     return Image(scaled, image.sample_kind, image.alpha_mode, image.source_size)
+
+
+def sample_bilinear(plane: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Bilinear samples of an (H, W, C) plane at source coordinates xs (columns) × ys (rows), edges clamped."""
+    height, width = plane.shape[:2]
+    xs, ys = np.clip(xs, 0, width - 1), np.clip(ys, 0, height - 1)
+    left, top = np.floor(xs).astype(int), np.floor(ys).astype(int)
+    right, bottom = np.minimum(left + 1, width - 1), np.minimum(top + 1, height - 1)
+    fx, fy = (xs - left)[None, :, None], (ys - top)[:, None, None]
+    upper = plane[np.ix_(top, left)] * (1 - fx) + plane[np.ix_(top, right)] * fx
+    lower = plane[np.ix_(bottom, left)] * (1 - fx) + plane[np.ix_(bottom, right)] * fx
+    return (upper * (1 - fy) + lower * fy).astype(np.float32)
+
+
+def resize_bilinear(plane: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """An (H, W) float plane resized to (width, height) as PyTorch's bilinear `interpolate` does it.
+
+    Half-pixel centres (align_corners=False), no antialiasing when shrinking, edges clamped: the resampling
+    the official pipelines of the mattes (BEN2) apply to their model output. Works in row bands.
+    """
+    width, height = size
+    source_height, source_width = plane.shape
+    xs = (np.arange(width) + 0.5) * (source_width / width) - 0.5
+    ys = (np.arange(height) + 0.5) * (source_height / height) - 0.5
+    source = np.asarray(plane, np.float32)[..., None]
+    out = np.empty((height, width), np.float32)
+    for top in range(0, height, BILINEAR_BAND_ROWS):
+        band = slice(top, min(top + BILINEAR_BAND_ROWS, height))
+        out[band] = sample_bilinear(source, xs, ys[band])[..., 0]
+    return out

@@ -3,8 +3,15 @@
 Pre-processing: the image, composited over black and display-encoded (display.py), is resized to the
 model's input size and normalised per the catalog entry's `normalization` option, because public sources
 disagree on ImageNet mean/std versus none and the right choice belongs to the exported file, not the code.
-Post-processing: the matte is min–max normalised (BEN2's raw output is not calibrated to [0, 1]), resized
-back to the size the caller wants, and multiplied with the source alpha so transparent pixels stay so.
+Post-processing is the official BEN2 pipeline's (BEN2.py `postprocess_image`), in its order: the sigmoid
+matte is resized to the size the caller wants with PyTorch-style bilinear (half-pixel centres, no
+antialiasing), then min–max normalised over that result; then it is multiplied with the source alpha so
+transparent pixels stay so. docs/parity.md has the measured agreement (and what the earlier normalise-first,
+Lanczos/bicubic order cost at the edges).
+
+The published graph ends in a sigmoid, which the min–max stretch assumes; a catalog entry that declares
+`"final_activation": "sigmoid"` has its file checked when it loads, and an export that ends otherwise is
+refused with a clear message instead of giving a wrongly scaled matte.
 
 Tensor names, the input size and dtypes are read from the session: the published fp16 file outputs
 float16, and re-exports rename tensors.
@@ -17,8 +24,9 @@ import numpy as np
 from ...contract import ModelUnavailableError
 from ...contract.catalog import Family, ModelEntry
 from ..inference import SessionHandle
-from ..media import resize
+from ..media import resize, resize_bilinear
 from .base import Adapter
+from .onnx_graph import final_operator
 
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
@@ -47,6 +55,17 @@ class Ben2Adapter(Adapter):
             raise ModelUnavailableError(f"{entry.label} does not look like a BEN2 model (its input is not NCHW).")
         self.input_size = tuple(dim if isinstance(dim, int) and dim > 0 else DEFAULT_SIZE for dim in shape[2:])
         self.dtype = self.input_dtype(self.input_name)
+        activation = entry.options.get("final_activation")
+        if activation is not None:
+            self._check_final_activation(str(activation))
+
+    def _check_final_activation(self, expected: str) -> None:
+        found = final_operator(self.handle.model_path, self.output_name)
+        if (found or "").lower() != expected.lower():
+            raise ModelUnavailableError(
+                f"{self.entry.label}'s file does not end in a {expected} (its output comes from "
+                f"{found or 'no operator'}); delete it in the Models panel and download it again."
+            )
 
     def preprocess(self, rgb: np.ndarray) -> np.ndarray:
         """Display RGB (H, W, 3) in [0, 1] → the model's [1, 3, h, w] input, normalised."""
@@ -62,13 +81,20 @@ class Ben2Adapter(Adapter):
         return outputs[self.output_name]
 
     def postprocess(self, raw: np.ndarray, size: tuple[int, int], source_alpha: np.ndarray | None) -> np.ndarray:
-        """Raw output → float32 (H, W) alpha in [0, 1] at `size` (width, height), times the source alpha."""
+        """Raw output → float32 (H, W) alpha in [0, 1] at `size` (width, height), times the source alpha.
+
+        Resize first (bilinear), then stretch the resized matte's own range to [0, 1], as BEN2.py does.
+        """
         matte = np.asarray(raw, dtype=np.float32)
         while matte.ndim > 2:
             matte = matte[0]
-        low, high = float(matte.min()), float(matte.max())
-        matte = np.clip(matte, 0.0, 1.0) if high - low < FLAT_RANGE else (matte - low) / (high - low)
-        alpha = np.clip(resize(matte, size), 0.0, 1.0)
+        alpha = resize_bilinear(matte, size)
+        low, high = float(alpha.min()), float(alpha.max())
+        if high - low < FLAT_RANGE:
+            np.clip(alpha, 0.0, 1.0, out=alpha)
+        else:
+            alpha -= low
+            alpha *= 1.0 / (high - low)
         if source_alpha is not None:
             alpha *= source_alpha
         return alpha
