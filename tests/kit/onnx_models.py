@@ -532,13 +532,14 @@ def build_da3(
     """Depth-Anything-3-shaped model.
 
     ``cameras=True`` (multi-view export): input ``image`` float32 [1,"views",3,S,S] (N dynamic,
-    S = *size* fixed, a multiple of 14); outputs
+    S = *size* fixed, a multiple of 14; ``size=None``: [1,"views",3,"height","width"], both dynamic, as a
+    converted export with the official aspect-keeping resize); outputs
 
     * ``depth`` [1,N,S,S]      = ``depth_offset + mean over the 3 channels of image`` (default offset
       3.0 keeps depth > 0 for ImageNet-normalised input, whose channel mean is >= -1.99);
     * ``depth_conf`` [1,N,S,S] = 1.0;
     * ``extrinsics`` [1,N,3,4] (world->camera) = ``[I | (i*baseline, 0, 0)]`` for view i = 0..N-1;
-    * ``intrinsics`` [1,N,3,3] = ``[[S,0,S/2],[0,S,S/2],[0,0,1]]`` (pixels of the S x S input) per view.
+    * ``intrinsics`` [1,N,3,3] = ``[[W,0,W/2],[0,W,H/2],[0,0,1]]`` (pixels of the H x W input) per view.
 
     ``cameras=False`` (depth-only export): ``image`` [batch,3,S,S] -> ``depth`` [batch,1,S,S]
     with the same depth function (mean over axis 1, kept).  ``size=None`` makes H and W dynamic
@@ -556,10 +557,9 @@ def build_da3(
             [helper.make_tensor_value_info("image", _F32, dims)],
             [helper.make_tensor_value_info("depth", _F32, [dims[0], 1, dims[2], dims[3]])],
         )
-    if size is None or size % 14:
-        raise ValueError("the multi-view export needs a fixed size that is a multiple of 14")
-    s = int(size)
-    mean = g.op("ReduceMean", ["image"], axes=[2], keepdims=0)  # [1,N,S,S]
+    if size is not None and size % 14:
+        raise ValueError("the multi-view export needs a size that is a multiple of 14 (or None: dynamic)")
+    mean = g.op("ReduceMean", ["image"], axes=[2], keepdims=0)  # [1,N,H,W]
     depth = g.op("Add", [mean, g.const(depth_offset)], out="depth")
     g.op(
         "ConstantOfShape",
@@ -577,16 +577,29 @@ def build_da3(
     onehot[0, 3] = 1.0
     base = np.eye(3, 4, dtype=np.float32)
     g.op("Add", [g.op("Mul", [tx, g.const(onehot)]), g.const(base)], out="extrinsics")
-    k = np.array([[s, 0, s / 2], [0, s, s / 2], [0, 0, 1]], np.float32)
+    # K = W·[[1,0,.5],[0,1,0],[0,0,0]] + H·[[0,0,0],[0,0,.5],[0,0,0]] + [[0,0,0],[0,0,0],[0,0,1]]
+    hw = g.op("Cast", [g.op("Slice", [shp, g.const([3], np.int64), g.const([5], np.int64)])], to=_F32)  # [H, W]
+    height = g.op("Gather", [hw, g.const(0, np.int64)], axis=0)
+    width = g.op("Gather", [hw, g.const(1, np.int64)], axis=0)
+    per_width = np.array([[1, 0, 0.5], [0, 1, 0], [0, 0, 0]], np.float32)
+    per_height = np.array([[0, 0, 0], [0, 0, 0.5], [0, 0, 0]], np.float32)
+    k = g.op(
+        "Add",
+        [
+            g.op("Add", [g.op("Mul", [g.const(per_width), width]), g.op("Mul", [g.const(per_height), height])]),
+            g.const(np.diag([0.0, 0.0, 1.0]).astype(np.float32)),
+        ],
+    )
     k_shape = g.op("Concat", [g.const([1], np.int64), n1, g.const([3, 3], np.int64)], axis=0)
-    g.op("Expand", [g.const(k, hint="K"), k_shape], out="intrinsics")
+    g.op("Expand", [k, k_shape], out="intrinsics")
+    rows, cols = ("height", "width") if size is None else (int(size), int(size))
     return g.save(
         path,
         "da3_test",
-        [helper.make_tensor_value_info("image", _F32, [1, "views", 3, s, s])],
+        [helper.make_tensor_value_info("image", _F32, [1, "views", 3, rows, cols])],
         [
-            helper.make_tensor_value_info("depth", _F32, [1, "views", s, s]),
-            helper.make_tensor_value_info("depth_conf", _F32, [1, "views", s, s]),
+            helper.make_tensor_value_info("depth", _F32, [1, "views", rows, cols]),
+            helper.make_tensor_value_info("depth_conf", _F32, [1, "views", rows, cols]),
             helper.make_tensor_value_info("extrinsics", _F32, [1, "views", 3, 4]),
             helper.make_tensor_value_info("intrinsics", _F32, [1, "views", 3, 3]),
         ],
@@ -594,15 +607,15 @@ def build_da3(
 
 
 def da3_reference(image: np.ndarray, *, cameras: bool = True, depth_offset: float = 3.0, baseline: float = 0.1) -> dict:
-    """numpy reference of :func:`build_da3` for ``image`` [1,N,3,S,S] (cameras) or [B,3,H,W]."""
+    """numpy reference of :func:`build_da3` for ``image`` [1,N,3,H,W] (cameras) or [B,3,H,W]."""
     image = np.asarray(image, np.float32)
     if not cameras:
         return {"depth": image.mean(axis=1, keepdims=True, dtype=np.float64) + depth_offset}
-    n, s = image.shape[1], image.shape[-1]
+    n, (h, w) = image.shape[1], image.shape[-2:]
     depth = image.mean(axis=2, dtype=np.float64) + depth_offset
     ext = np.tile(np.eye(3, 4), (1, n, 1, 1))
     ext[0, :, 0, 3] = np.arange(n) * baseline
-    k = np.array([[s, 0, s / 2], [0, s, s / 2], [0, 0, 1]], np.float64)
+    k = np.array([[w, 0, w / 2], [0, w, h / 2], [0, 0, 1]], np.float64)
     return {
         "depth": depth,
         "depth_conf": np.ones_like(depth),

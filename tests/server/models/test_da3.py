@@ -7,7 +7,13 @@ import pytest
 
 from imageforge.contract import ModelUnavailableError
 from imageforge.contract.catalog import Family
-from imageforge.server.models.da3 import IMAGENET_MEAN, IMAGENET_STD, DepthAnything3Adapter, Letterbox
+from imageforge.server.models.da3 import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    DepthAnything3Adapter,
+    ViewPlacement,
+    upper_bound_size,
+)
 from tests.kit.onnx_models import build_da3, build_moge2
 
 from .conftest import kit_entry
@@ -31,10 +37,10 @@ def expected_depth(colour: np.ndarray, *, imagenet: bool = True) -> float:
     return 3.0 + float(values.mean())
 
 
-def test_camera_export_letterboxes_and_converts_back_to_source_pixels(make_adapter):
+def test_a_fixed_square_export_letterboxes_and_converts_back_to_source_pixels(make_adapter):
     adapter = da3(make_adapter, "KIT_DA3", attention_heads=8, build={"size": 56})
-    assert (adapter.has_cameras, adapter.size, adapter.heads) == (True, 56, 8)
-    tensors, placements = zip(*(adapter.letterbox(rgb) for rgb in frames()), strict=True)
+    assert (adapter.has_cameras, adapter.dynamic, adapter.size, adapter.heads) == (True, False, 56, 8)
+    tensors, placements = zip(*(adapter.place_view(rgb) for rgb in frames()), strict=True)
     assert placements[0].box == (0, 7, 56, 42)  # 64×48 scaled by 56/64 and centred vertically
     result = adapter.infer(np.stack(tensors), last_run=True)
     assert result.depth.shape == (3, 56, 56) and adapter.runs == 1
@@ -54,7 +60,7 @@ def test_camera_export_letterboxes_and_converts_back_to_source_pixels(make_adapt
 
 
 def test_portrait_frames_are_centred_horizontally():
-    placement = Letterbox.fit((48, 64), 56)
+    placement = ViewPlacement.letterbox((48, 64), 56)
     assert placement.box == (7, 0, 42, 56)
     square = placement.place(np.ones((64, 48, 3), np.float32))
     assert square[:, :7].max() == 0 and square[:, 7:49].min() == pytest.approx(1.0, abs=1e-3)
@@ -64,7 +70,7 @@ def test_portrait_frames_are_centred_horizontally():
 
 def test_normalisation_is_a_catalog_option(make_adapter):
     adapter = da3(make_adapter, "KIT_DA3_PLAIN", normalization="none", build={"size": 56})
-    tensor, placement = adapter.letterbox(frames()[1])
+    tensor, placement = adapter.place_view(frames()[1])
     result = adapter.infer(tensor[None], last_run=True)
     np.testing.assert_allclose(placement.crop(result.depth[0]), expected_depth(COLOURS[1], imagenet=False), atol=1e-5)
 
@@ -73,7 +79,7 @@ def test_normalisation_is_a_catalog_option(make_adapter):
 def test_depth_only_exports_run_view_by_view(make_adapter, size, options, expected_size):
     adapter = da3(make_adapter, f"KIT_DA3_DEPTH_{expected_size}", build={"size": size, "cameras": False}, **options)
     assert (adapter.has_cameras, adapter.size) == (False, expected_size)
-    tensors, placements = zip(*(adapter.letterbox(rgb) for rgb in frames()[:2]), strict=True)
+    tensors, placements = zip(*(adapter.place_view(rgb) for rgb in frames()[:2]), strict=True)
     result = adapter.infer(np.stack(tensors), last_run=True)
     assert adapter.runs == 2 and result.extrinsics is None and result.intrinsics is None
     assert result.depth.shape == (2, expected_size, expected_size)
@@ -87,3 +93,35 @@ def test_depth_only_exports_run_view_by_view(make_adapter, size, options, expect
 def test_a_model_that_is_not_da3_is_refused(make_adapter):
     with pytest.raises(ModelUnavailableError, match="does not look like a Depth Anything 3 export"):
         make_adapter(kit_entry("NOT_DA3", Family.MULTIVIEW, "da3"), lambda path: build_moge2(path))
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ((1920, 1080), (504, 280)),  # 283.5 → round 284 (half to even: 283.5 → 284) → nearest multiple 280
+        ((1280, 720), (504, 280)),
+        ((720, 1280), (280, 504)),
+        ((640, 480), (504, 378)),
+        ((500, 500), (504, 504)),  # enlarged, as the official resize does
+        ((4000, 100), (504, 14)),  # 12.6 → 13 → 14: never fewer than one patch
+    ],
+)
+def test_upper_bound_size_is_the_official_rounding(source, expected):
+    assert upper_bound_size(source, 504) == expected
+
+
+def test_a_dynamic_export_gets_the_official_aspect_keeping_resize_without_padding(make_adapter):
+    """Depth Anything 3's upper_bound_resize: longest side 504 (here 56), sides multiples of 14, no letterbox."""
+    adapter = da3(make_adapter, "KIT_DA3_DYNAMIC", build={"size": None}, image_size=56)
+    assert (adapter.has_cameras, adapter.dynamic, adapter.size) == (True, True, 56)
+    tensors, placements = zip(*(adapter.place_view(rgb) for rgb in frames(64, 36)), strict=True)
+    assert placements[0].canvas == (56, 28) and placements[0].box == (0, 0, 56, 28)  # 31.5 → 32 → 28, no padding
+    assert tensors[0].shape == (3, 28, 56)
+    result = adapter.infer(np.stack(tensors), last_run=True)
+    assert result.depth.shape == (3, 28, 56)
+    for index, colour in enumerate(COLOURS):
+        np.testing.assert_allclose(result.depth[index], expected_depth(colour), atol=1e-5)  # no padding anywhere
+        assert placements[index].crop_to_source(result.depth[index]).shape == (36, 64)
+    # Kit intrinsics are [[W, 0, W/2], [0, W, H/2]] on the 56 × 28 canvas: per-axis scales back to 64 × 36.
+    source = placements[0].intrinsics_to_source(result.intrinsics[0])
+    assert source == pytest.approx({"fx": 64.0, "fy": 56 * 36 / 28, "cx": 32.0, "cy": 18.0})

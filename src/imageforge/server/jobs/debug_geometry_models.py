@@ -84,10 +84,10 @@ def run_debug_da3(context: Any, params: DebugParams) -> dict[str, str]:
     for frame in source.frames():
         progress.stage(0.08, f"Reading frame {frame.index + 1}/{source.frame_count}")
         first = first or frame.image
-        tensor, placement = adapter.letterbox(over_black(display_pixels(frame.image)))
+        tensor, placement = adapter.place_view(over_black(display_pixels(frame.image)))
         tensors.append(tensor)
         placements.append(placement)
-    timings["read_and_letterbox"] = time.perf_counter() - started
+    timings["read_and_place"] = time.perf_counter() - started
     views = np.stack(tensors)
     progress.stage(0.1, "Running model")
     result = adapter.infer(views, last_run=True)
@@ -116,7 +116,7 @@ def run_debug_da3(context: Any, params: DebugParams) -> dict[str, str]:
         "model_size": adapter.size,
         "attention_heads": adapter.heads,
         "attention_bytes": adapter.attention(len(tensors)).bytes,
-        "letterbox": list(placements[0].box),
+        "placement": {"canvas": list(placements[0].canvas), "box": list(placements[0].box)},
     }
     assert first is not None
     return write_debug_outputs(context, progress, adapter, first, arrays, timings, extra)

@@ -35,7 +35,7 @@ from ...contract.jobs import MultiviewParams
 from ..geometry.alignment import align_windows
 from ..geometry.attention import GIB, AttentionEstimate
 from ..media import MediaKind, MediaSource, atomic_file, open_input, write_json
-from ..models.da3 import DepthAnything3Adapter, Letterbox, ViewsResult
+from ..models.da3 import DepthAnything3Adapter, ViewPlacement, ViewsResult
 from ..models.display import display_pixels, over_black
 from .image_job import JobProgress, log_model_time, prepare_adapter
 from .outputs import OutputSet
@@ -49,10 +49,10 @@ CONVENTION = (
 
 @dataclass(frozen=True)
 class Views:
-    """Letterboxed frames ready for the model, and where each picture sits in its square."""
+    """ViewPlacemented frames ready for the model, and where each picture sits in its square."""
 
-    tensors: list[np.ndarray]  # (3, S, S) float16 each: half the memory, far below the model's precision
-    placements: list[Letterbox]
+    tensors: list[np.ndarray]  # (3, h, w) float16 each: half the memory, far below the model's precision
+    placements: list[ViewPlacement]
     numbers: list[int]  # source frame numbers
     source_size: tuple[int, int]
 
@@ -138,14 +138,14 @@ def plan_windows(adapter: DepthAnything3Adapter, count: int, budget_gib: float, 
 def read_views(
     progress: JobProgress, source: MediaSource, adapter: DepthAnything3Adapter, step: int, max_frames: int
 ) -> Views:
-    """Decode every `step`-th frame (at most `max_frames`, 0 = all) and letterbox it for the model."""
+    """Decode every `step`-th frame (at most `max_frames`, 0 = all) and place it for the model."""
     tensors, placements, numbers = [], [], []
     total = selected_count(source, step, max_frames)
     for frame in source.frames():
         if frame.index % step:
             continue
         progress.stage(0.1 + 0.2 * len(numbers) / total, f"Reading frame {len(numbers) + 1}/{total}")
-        tensor, placement = adapter.letterbox(over_black(display_pixels(frame.image)))
+        tensor, placement = adapter.place_view(over_black(display_pixels(frame.image)))
         tensors.append(tensor.astype(np.float16))
         placements.append(placement)
         numbers.append(frame.number)
