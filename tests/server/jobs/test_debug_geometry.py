@@ -105,7 +105,8 @@ def test_debug_da3_keeps_cameras_in_source_pixels(jobs, kit, frames):
     assert arrays["frame_depth"].shape == arrays["frame_confidence"].shape == (3, 48, 64)
     np.testing.assert_allclose(arrays["frame_extrinsics"][:, 0, 3], [0.0, 0.1, 0.2], atol=1e-6)
     np.testing.assert_allclose(arrays["frame_intrinsics_px"], np.tile([64.0, 64.0, 32.0, 24.0], (3, 1)), atol=1e-4)
-    assert summary["views"] == 3 and summary["cameras"] is True and summary["placement"] == {"canvas": [56, 56], "box": [0, 7, 56, 42]}
+    assert summary["views"] == 3 and summary["cameras"] is True
+    assert summary["placement"] == {"canvas": [56, 56], "box": [0, 7, 56, 42]}  # fixed square: letterboxed
     assert summary["attention_bytes"] == 6 * (3 * 16) ** 2 * 4
     assert summary["arrays"]["frame_depth"]["min"] < summary["arrays"]["frame_depth"]["max"]  # three colours
 

@@ -48,7 +48,7 @@ def nearest_patch_multiple(length: int) -> int:
 
 
 def upper_bound_size(source_size: tuple[int, int], longest: int) -> tuple[int, int]:
-    """(width, height) the official `upper_bound_resize` gives a `source_size` frame for process resolution `longest`."""
+    """(width, height) the official `upper_bound_resize` gives a `source_size` frame at process resolution `longest`."""
     width, height = source_size
     scale = longest / max(width, height)
     return tuple(nearest_patch_multiple(max(1, round(side * scale))) for side in (width, height))  # type: ignore[return-value]
@@ -173,7 +173,9 @@ class DepthAnything3Adapter(Adapter):
             confidence = outputs.get("depth_conf")
             return ViewsResult(
                 depth=np.asarray(outputs["depth"], np.float32).reshape(count, height, width),
-                confidence=None if confidence is None else np.asarray(confidence, np.float32).reshape(count, height, width),
+                confidence=None
+                if confidence is None
+                else np.asarray(confidence, np.float32).reshape(count, height, width),
                 extrinsics=np.asarray(outputs["extrinsics"], np.float64).reshape(count, -1, 4)[:, :3, :4],
                 intrinsics=np.asarray(outputs["intrinsics"], np.float64).reshape(count, 3, 3),
                 outputs={name: np.asarray(value) for name, value in outputs.items()},
