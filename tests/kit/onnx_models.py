@@ -524,7 +524,7 @@ def moge2_reference(
 def build_da3(
     path,
     *,
-    size: int | None = 56,
+    size: int | tuple[int, int] | None = 56,
     cameras: bool = True,
     depth_offset: float = 3.0,
     baseline: float = 0.1,
@@ -532,8 +532,8 @@ def build_da3(
     """Depth-Anything-3-shaped model.
 
     ``cameras=True`` (multi-view export): input ``image`` float32 [1,"views",3,S,S] (N dynamic,
-    S = *size* fixed, a multiple of 14; ``size=None``: [1,"views",3,"height","width"], both dynamic, as a
-    converted export with the official aspect-keeping resize); outputs
+    S = *size* fixed, a multiple of 14; ``size=(H, W)``: a fixed non-square canvas, as a per-aspect
+    conversion; ``size=None``: [1,"views",3,"height","width"], both dynamic); outputs
 
     * ``depth`` [1,N,S,S]      = ``depth_offset + mean over the 3 channels of image`` (default offset
       3.0 keeps depth > 0 for ImageNet-normalised input, whose channel mean is >= -1.99);
@@ -557,8 +557,9 @@ def build_da3(
             [helper.make_tensor_value_info("image", _F32, dims)],
             [helper.make_tensor_value_info("depth", _F32, [dims[0], 1, dims[2], dims[3]])],
         )
-    if size is not None and size % 14:
-        raise ValueError("the multi-view export needs a size that is a multiple of 14 (or None: dynamic)")
+    fixed = (size, size) if isinstance(size, int) else size
+    if fixed is not None and any(side % 14 for side in fixed):
+        raise ValueError("the multi-view export needs sides that are multiples of 14 (or None: dynamic)")
     mean = g.op("ReduceMean", ["image"], axes=[2], keepdims=0)  # [1,N,H,W]
     depth = g.op("Add", [mean, g.const(depth_offset)], out="depth")
     g.op(
@@ -592,7 +593,7 @@ def build_da3(
     )
     k_shape = g.op("Concat", [g.const([1], np.int64), n1, g.const([3, 3], np.int64)], axis=0)
     g.op("Expand", [k, k_shape], out="intrinsics")
-    rows, cols = ("height", "width") if size is None else (int(size), int(size))
+    rows, cols = ("height", "width") if fixed is None else (int(fixed[0]), int(fixed[1]))
     return g.save(
         path,
         "da3_test",

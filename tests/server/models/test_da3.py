@@ -60,7 +60,7 @@ def test_a_fixed_square_export_letterboxes_and_converts_back_to_source_pixels(ma
 
 
 def test_portrait_frames_are_centred_horizontally():
-    placement = ViewPlacement.letterbox((48, 64), 56)
+    placement = ViewPlacement.letterbox((48, 64), (56, 56))
     assert placement.box == (7, 0, 42, 56)
     square = placement.place(np.ones((64, 48, 3), np.float32))
     assert square[:, :7].max() == 0 and square[:, 7:49].min() == pytest.approx(1.0, abs=1e-3)
@@ -125,3 +125,17 @@ def test_a_dynamic_export_gets_the_official_aspect_keeping_resize_without_paddin
     # Kit intrinsics are [[W, 0, W/2], [0, W, H/2]] on the 56 × 28 canvas: per-axis scales back to 64 × 36.
     source = placements[0].intrinsics_to_source(result.intrinsics[0])
     assert source == pytest.approx({"fx": 64.0, "fy": 56 * 36 / 28, "cx": 32.0, "cy": 18.0})
+
+
+def test_a_per_aspect_export_takes_its_own_aspect_officially_and_letterboxes_others(make_adapter):
+    adapter = da3(make_adapter, "KIT_DA3_WIDE", build={"size": (28, 56)})
+    assert (adapter.dynamic, adapter.canvas, adapter.size) == (False, (56, 28), 56)
+    wide = adapter.placement((64, 36))  # official size at longest side 56 is 56 × 28: the export's own
+    assert (wide.canvas, wide.box) == ((56, 28), (0, 0, 56, 28))
+    other = adapter.placement((64, 48))  # official size 56 × 42 does not fit: letterboxed into 56 × 28
+    assert (other.canvas, other.box) == ((56, 28), (9, 0, 37, 28))
+    tensor, placement = adapter.place_view(frames(64, 48)[0])
+    result = adapter.infer(np.stack([tensor] * 3), last_run=True)
+    assert result.depth.shape == (3, 28, 56)
+    np.testing.assert_allclose(placement.crop(result.depth[0]), expected_depth(COLOURS[0]), atol=1e-5)
+    np.testing.assert_allclose(result.depth[0][:, :9], 3.0, atol=1e-6)  # padding: the mean colour

@@ -8,9 +8,10 @@ Two kinds of export exist, and the session says which one was downloaded:
 Exports whose height and width are dynamic are fed what the official pipeline feeds the model
 (`upper_bound_resize`): the frame resized so its longest side is the process resolution S (504 by default),
 the aspect kept, both sides rounded to the nearest multiple of DINOv2's 14-pixel patch, no padding. Exports
-fixed at S × S (the community depth-only files) can only take a square, so there every frame is letterboxed:
-scaled to fit with its aspect kept and centred on padding (the model then sees a different picture than the
-official pipeline would: the reason to prefer a dynamic export). `ViewPlacement` remembers where the picture
+fixed at one size (the community depth-only files: 504 × 504; per-aspect conversions: e.g. 504 × 280 for 16:9)
+get the official resize for frames whose official size is exactly theirs; other frames are letterboxed:
+scaled to fit with their aspect kept and centred on padding (the model then sees a different picture than the
+official pipeline would: the reason to prefer a dynamic export, or one made for the footage's aspect). `ViewPlacement` remembers where the picture
 sits in what the model saw, so depth is cut back out and resized to the frame's size, and intrinsics are
 re-expressed in the frame's own pixels. Extrinsics stay world → camera with OpenCV axes (x right, y down,
 z forward); the multiview job chooses the world.
@@ -63,12 +64,13 @@ class ViewPlacement:
     box: tuple[int, int, int, int]  # x0, y0, width, height of the picture inside the canvas
 
     @classmethod
-    def letterbox(cls, source_size: tuple[int, int], size: int) -> ViewPlacement:
-        """Fit into a `size` × `size` square, aspect kept, centred on padding (exports fixed at a square)."""
+    def letterbox(cls, source_size: tuple[int, int], canvas: tuple[int, int]) -> ViewPlacement:
+        """Fit into a fixed (width, height) canvas, aspect kept, centred on padding (exports of another aspect)."""
         width, height = source_size
-        scale = size / max(width, height)
-        inner = (max(1, min(size, round(width * scale))), max(1, min(size, round(height * scale))))
-        return cls((size, size), (width, height), ((size - inner[0]) // 2, (size - inner[1]) // 2, *inner))
+        scale = min(canvas[0] / width, canvas[1] / height)
+        inner = (max(1, min(canvas[0], round(width * scale))), max(1, min(canvas[1], round(height * scale))))
+        box = ((canvas[0] - inner[0]) // 2, (canvas[1] - inner[1]) // 2, *inner)
+        return cls(tuple(canvas), (width, height), box)  # type: ignore[arg-type]
 
     @classmethod
     def upper_bound(cls, source_size: tuple[int, int], longest: int) -> ViewPlacement:
@@ -134,17 +136,21 @@ class DepthAnything3Adapter(Adapter):
         self.depth_output = "depth" if "depth" in self.outputs else self.outputs[0]
         declared = images[0].shape[-2:]
         self.dynamic = not all(isinstance(dim, int) for dim in declared)
-        self.size = int(entry.options.get("image_size", DEFAULT_SIZE)) if self.dynamic else int(declared[-1])
+        self.canvas = None if self.dynamic else (int(declared[1]), int(declared[0]))  # (width, height) when fixed
+        self.size = int(entry.options.get("image_size", DEFAULT_SIZE)) if self.canvas is None else max(self.canvas)
         if self.size % PATCH_SIZE:
             raise ModelUnavailableError(f"{entry.label} expects {self.size} px, not a multiple of {PATCH_SIZE}.")
         self.heads = int(entry.options.get("attention_heads", DEFAULT_HEADS))
         self.normalize = str(entry.options.get("normalization", "imagenet")).lower() == "imagenet"
 
     def placement(self, source_size: tuple[int, int]) -> ViewPlacement:
-        """Where a frame of `source_size` goes: the official upper-bound resize, or a letterbox on fixed squares."""
-        if self.dynamic:
-            return ViewPlacement.upper_bound(source_size, self.size)
-        return ViewPlacement.letterbox(source_size, self.size)
+        """Where a frame of `source_size` goes: the official upper-bound resize wherever the export can take it
+        (any frame when H and W are dynamic; frames of the export's own aspect when they are fixed), else a
+        letterbox into the fixed canvas."""
+        official = ViewPlacement.upper_bound(source_size, self.size)
+        if self.canvas is None or official.canvas == self.canvas:
+            return official
+        return ViewPlacement.letterbox(source_size, self.canvas)
 
     def place_view(self, rgb: np.ndarray) -> tuple[np.ndarray, ViewPlacement]:
         """(H, W, 3) display RGB → the (3, h, w) model tensor of one view and where the picture sits in it."""
