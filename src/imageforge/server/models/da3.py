@@ -12,9 +12,9 @@ fixed at one size (the community depth-only files: 504 × 504; per-aspect conver
 get the official resize for frames whose official size is exactly theirs; other frames are letterboxed:
 scaled to fit with their aspect kept and centred on padding (the model then sees a different picture than the
 official pipeline would: the reason to prefer a dynamic export, or one made for the footage's aspect).
-`ViewPlacement` remembers where the picture sits in what the model saw, so depth is cut back out and resized to the frame's size, and intrinsics are
-re-expressed in the frame's own pixels. Extrinsics stay world → camera with OpenCV axes (x right, y down,
-z forward); the multiview job chooses the world.
+`ViewPlacement` remembers where the picture sits in what the model saw, so depth is cut back out and resized
+to the frame's size, and intrinsics are re-expressed in the frame's own pixels. Extrinsics stay world → camera
+with OpenCV axes (x right, y down, z forward); the multiview job chooses the world.
 
 Inputs are ImageNet-normalised unless the catalog entry says `"normalization": "none"`; attention heads for
 the memory estimate come from the entry's `attention_heads` (default 6, DA3 Small's); `image_size` is the
