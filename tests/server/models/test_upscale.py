@@ -82,15 +82,17 @@ def test_alpha_goes_through_the_model_separately_and_is_reattached(blur_upscaler
     assert adapter.runs - runs_before == 2 * plan.tile_count  # colour and alpha runs per tile on CPU
 
 
-def test_alpha_comes_back_as_the_luma_of_the_models_three_channels(make_adapter, image):
-    """Real-ESRGAN's own code turns the alpha's RGB output grey with 0.299 R + 0.587 G + 0.114 B (cv2 BGR2GRAY)."""
-    gains = (1.0, 0.5, 0.25)
+def test_alpha_comes_back_as_the_luma_of_the_models_clamped_channels(make_adapter, image):
+    """Real-ESRGAN's own code clamps the alpha's RGB output to [0, 1], then makes it grey with
+    0.299 R + 0.587 G + 0.114 B (cv2 BGR2GRAY): neither the plain mean nor the luma of unclamped channels."""
+    gains = (2.0, 0.5, 0.25)
     entry = kit_entry("GAINS", Family.UPSCALE, "upscale", tile_margin=0, tile_blend=4)
     adapter = make_adapter(entry, lambda path: build_upscaler(path, channel_gains=gains))
     alpha = np.linspace(0.0, 1.0, 48 * 64, dtype=np.float32).reshape(48, 64, 1)
     out = collect(adapter, np.concatenate([image, alpha], axis=2), adapter.plan(48, 64, scale=4, tile_size=24))
-    luma = 0.299 * gains[0] + 0.587 * gains[1] + 0.114 * gains[2]  # 0.62; the plain mean would be 0.583
-    np.testing.assert_allclose(out[..., 3], alpha[..., 0].repeat(4, 0).repeat(4, 1) * luma, atol=1e-5)
+    channels = np.clip(alpha * np.array(gains, np.float32), 0.0, 1.0)  # red saturates above alpha 0.5
+    expected = channels @ np.array([0.299, 0.587, 0.114], np.float32)
+    np.testing.assert_allclose(out[..., 3], expected.repeat(4, 0).repeat(4, 1), atol=1e-5)
 
 
 def test_opaque_alpha_costs_no_model_runs(blur_upscaler, image):

@@ -13,7 +13,8 @@
   and DirectML pins the batch dimension to 1.
 - Alpha is upscaled separately, as a grey image through the same model (crisp edges, no colour bleeding
   into transparency), unless it is fully opaque, which costs nothing. The model's three output channels are
-  turned back into one with 0.299 R + 0.587 G + 0.114 B, as Real-ESRGAN's own code does (OpenCV's BGR2GRAY).
+  clamped to [0, 1] and turned back into one with 0.299 R + 0.587 G + 0.114 B, as Real-ESRGAN's own code does
+  (its output clamp, then OpenCV's BGR2GRAY).
 - Scale 2 with a 4× model: the 4× rows are halved with Lanczos-3 as they are finished (halving.py).
 - Outputs are clamped to [0, 1]; the arena is shrunk only after the job's last tile (`last_frame`).
 """
@@ -170,6 +171,7 @@ class UpscaleAdapter(Adapter):
             else:
                 colour_out = self._run_tiles(colour, last_run=False)
                 grey_out = self._run_tiles(grey, last_run=last)
+            np.clip(grey_out, 0.0, 1.0, out=grey_out)  # each channel clamped first, as RealESRGANer does
             alpha_out = np.tensordot(ALPHA_FROM_RGB, grey_out, axes=([0], [1]))[:, None]
             return np.concatenate([colour_out, alpha_out.astype(np.float32, copy=False)], axis=1)
 

@@ -1,0 +1,358 @@
+"""The official side of the parity suite: build each family's real architecture with seeded random weights, export
+the ONNX file our job will run, and run the official inference pipeline on the same image files.
+
+Runs in a throwaway Python 3.11 environment with torch (never the project's); bench/parity/README.md has the set-up.
+Called by bench/parity/run.py as `official.py FAMILY WORK_DIR IMAGE...`; writes WORK_DIR/model.onnx (DA3: one
+model_<clip>.onnx per frame size) and WORK_DIR/official.npz (everything the official pipeline returned).
+
+Where an official pipeline cannot be imported whole, this file says which documented steps it reproduces:
+- MoGe-2: dlr-moge's `MoGeModel.infer` itself (fp32), on the ViT-S configuration of bench/export_moge_vits.py.
+- Depth Anything 3: depth-anything-3's own `InputProcessor` (upper_bound_resize) and `DepthAnything3Net` (DA3-Small
+  configuration); the high-level `DepthAnything3.inference` wrapper is not imported (its export helpers pull
+  in video and 3-D packages), its three steps are called directly: preprocess, forward, and reading depth,
+  confidence, extrinsics and intrinsics off the output. torchvision (only its ToTensor/Normalize transforms are
+  used) is replaced by a few lines computing the same thing.
+- Real-ESRGAN: spandrel's SRVGGNetCompact (general x4v3 configuration) and RealESRGANer.enhance's documented
+  processing: whole image (tile=0, its default), RGB in [0, 1] (÷ 65535 for 16-bit), output clamped, alpha run
+  through the model as a grey RGB image and turned back into one channel with cv2's BGR2GRAY weights.
+- BEN2: BEN2.py (PramaLLC/BEN2) is not on PyPI and cannot be fetched here; its documented processing is
+  reproduced around a small sigmoid-ended network with BEN2's signature: PIL Lanczos resize to 1024², ToTensor,
+  ImageNet mean/std, forward, `postprocess_image` (F.interpolate bilinear to the source size, then min–max,
+  × 255 to uint8), `putalpha`. The raw sigmoid matte is saved too.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("XFORMERS_DISABLED", "1")
+BENCH = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(BENCH))
+
+import torch  # noqa: E402
+from PIL import Image  # noqa: E402
+
+SEED = 0
+MOGE_RESOLUTION_LEVEL = 9  # what debug-moge runs (its arrays are compared)
+DA3_PROCESS_RES = 504
+BEN2_SIZE = 1024
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def read_rgb(path: Path) -> tuple[np.ndarray, np.ndarray | None]:
+    """Float RGB in [0, 1] and alpha (or None) of an 8- or 16-bit PNG, decoded without colour changes."""
+    import cv2
+
+    pixels = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    scale = 65535.0 if pixels.dtype == np.uint16 else 255.0
+    pixels = pixels.astype(np.float64) / scale
+    rgb = pixels[..., 2::-1] if pixels.shape[2] >= 3 else np.repeat(pixels, 3, axis=2)
+    alpha = pixels[..., 3] if pixels.shape[2] == 4 else None
+    return np.ascontiguousarray(rgb), alpha
+
+
+# --------------------------------------------------------------------------------------------- MoGe-2
+
+
+def moge(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
+    if "huggingface_hub" not in sys.modules:  # imported at module level only for from_pretrained()
+        stub = types.ModuleType("huggingface_hub")
+        stub.hf_hub_download = None  # type: ignore[attr-defined]
+        sys.modules["huggingface_hub"] = stub
+    from export_moge_vits import CONFIG
+    from moge.model.v2 import MoGeModel
+
+    class Nudged(MoGeModel):
+        """MoGe-2 with a recoverable camera: a tilted plane plus 2 % of the network's points, and a mask that
+        is invalid on the left eighth (random heads alone give no valid pixel). Every output still depends on
+        the whole network, so focal/shift sampling, masking and normals are exercised on non-planar data."""
+
+        def forward(self, image, num_tokens):
+            out = super().forward(image, num_tokens)
+            points = out["points"]
+            height, width = points.shape[1], points.shape[2]
+            rows = (torch.arange(height, dtype=points.dtype) + 0.5) / height * 2 - 1
+            columns = (torch.arange(width, dtype=points.dtype) + 0.5) / width * 2 - 1
+            aspect = columns.new_tensor(1.0) * width / height
+            diagonal = torch.sqrt(1 + aspect * aspect)
+            v, u = torch.meshgrid(rows / diagonal, columns * aspect / diagonal, indexing="ij")
+            depth = 2.0 / (1 - 0.3 * v / 1.2)
+            plane = torch.stack([u / 1.2 * depth, v / 1.2 * depth, depth - 0.5], dim=-1)[None]
+            u_full = columns[None, None, :].expand(points.shape[0], height, width)
+            mask = torch.where(u_full < -0.75, 0.02, 0.98) + 0.01 * out["mask"]
+            return {
+                "points": plane + 0.02 * torch.tanh(points),
+                "normal": out["normal"],
+                "mask": mask,
+                "metric_scale": out["metric_scale"],
+            }
+
+    torch.manual_seed(SEED)
+    model = Nudged(**CONFIG).eval()
+    model.onnx_compatible_mode = True
+    image = torch.rand(1, 3, 252, 378)
+    tokens = torch.tensor(1800, dtype=torch.int64)
+    axes = {"image": {0: "batch", 2: "height", 3: "width"}}
+    for name in ("points", "normal", "mask"):
+        axes[name] = {0: "batch", 1: "height", 2: "width"}
+    with torch.no_grad():
+        torch.onnx.export(
+            model, (image, tokens), str(work / "model.onnx"), input_names=["image", "num_tokens"],
+            output_names=["points", "normal", "mask", "metric_scale"], dynamic_axes=axes, opset_version=14,
+            dynamo=False,
+        )  # fmt: skip
+    model.onnx_compatible_mode = False
+    results: dict[str, np.ndarray] = {}
+    for index, path in enumerate(images):
+        rgb, _ = read_rgb(path)
+        tensor = torch.from_numpy(rgb.transpose(2, 0, 1).astype(np.float32))
+        out = model.infer(tensor, resolution_level=MOGE_RESOLUTION_LEVEL, use_fp16=False)
+        for name, value in out.items():
+            results[f"{index}_{name}"] = value.detach().cpu().numpy()
+    return results
+
+
+# ---------------------------------------------------------------------------------------- Real-ESRGAN
+
+
+def upscale(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
+    _stub_torchvision()
+    from spandrel.architectures.Compact.__arch.SRVGG import SRVGGNetCompact
+
+    torch.manual_seed(SEED)
+    model = SRVGGNetCompact(num_in_ch=3, num_out_ch=3, num_feat=64, num_conv=32, upscale=4, act_type="prelu").eval()
+    with torch.no_grad():
+        for parameter in model.parameters():  # default init fades over 32 layers (residual std 0.03, 3 px reach);
+            parameter.mul_(2.0)  # ×2: residual std 0.11 and a ~40 source px reach, as a trained network has
+        axes = {"input": {0: "batch", 2: "height", 3: "width"}, "output": {0: "batch", 2: "height", 3: "width"}}
+        torch.onnx.export(
+            model, torch.rand(1, 3, 64, 64), str(work / "model.onnx"), input_names=["input"], output_names=["output"],
+            dynamic_axes=axes, opset_version=17, dynamo=False,
+        )  # fmt: skip
+
+    def enhance(rgb: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            tensor = torch.from_numpy(rgb.transpose(2, 0, 1)[None].astype(np.float32))
+            return model(tensor)[0].clamp(0, 1).numpy().transpose(1, 2, 0).astype(np.float64)
+
+    results: dict[str, np.ndarray] = {}
+    for index, path in enumerate(images):
+        rgb, alpha = read_rgb(path)
+        results[f"{index}_rgb"] = enhance(rgb)
+        if alpha is not None:
+            grey = enhance(np.repeat(alpha[..., None], 3, axis=2))
+            results[f"{index}_alpha"] = grey @ np.array([0.299, 0.587, 0.114])  # cv2 BGR2GRAY of the BGR output
+            results[f"{index}_alpha_rgb_mean"] = grey.mean(axis=2)  # what a plain channel mean would give
+    return results
+
+
+# --------------------------------------------------------------------------------------------------- BEN2
+
+
+class Ben2Like(torch.nn.Module):
+    """BEN2's signature ([1, 3, 1024, 1024] → sigmoid matte [1, 1, 1024, 1024]) on a small conv encoder-decoder:
+    the parity is about the pipeline around the network, which both sides run from the same ONNX file."""
+
+    def __init__(self, width: int = 24):
+        super().__init__()
+        conv = torch.nn.Conv2d
+        self.down = torch.nn.Sequential(
+            conv(3, width, 4, stride=4), torch.nn.GELU(), conv(width, width, 3, padding=1), torch.nn.GELU(),
+            conv(width, width, 2, stride=2), torch.nn.GELU(), conv(width, width, 3, padding=1), torch.nn.GELU(),
+        )  # fmt: skip
+        self.head = conv(width, 1, 3, padding=1)
+        self.skip = conv(3, 1, 3, padding=1)
+
+    def forward(self, x):
+        coarse = torch.nn.functional.interpolate(self.head(self.down(x)), scale_factor=8.0, mode="bilinear")
+        return torch.sigmoid(4 * coarse + 2 * self.skip(x))
+
+
+def ben2(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
+    torch.manual_seed(SEED)
+    model = Ben2Like().eval()
+    with torch.no_grad():
+        torch.onnx.export(
+            model, torch.rand(1, 3, BEN2_SIZE, BEN2_SIZE), str(work / "model.onnx"), input_names=["input"],
+            output_names=["output"], opset_version=17, dynamo=False,
+        )  # fmt: skip
+    mean = torch.tensor(IMAGENET_MEAN)[:, None, None]
+    std = torch.tensor(IMAGENET_STD)[:, None, None]
+    results: dict[str, np.ndarray] = {}
+    for index, path in enumerate(images):
+        original = Image.open(path).convert("RGB")
+        resized = original.resize((BEN2_SIZE, BEN2_SIZE), resample=Image.LANCZOS)
+        tensor = torch.from_numpy(np.asarray(resized, np.float32).transpose(2, 0, 1) / 255.0)
+        with torch.no_grad():
+            matte = model(((tensor - mean) / std)[None])
+        width, height = original.size
+        stretched = torch.nn.functional.interpolate(matte, size=[height, width], mode="bilinear")[0, 0]
+        stretched = (stretched - stretched.min()) / (stretched.max() - stretched.min())
+        results[f"{index}_raw"] = matte[0, 0].numpy().astype(np.float64)
+        results[f"{index}_alpha_float"] = stretched.numpy().astype(np.float64)
+        results[f"{index}_alpha_uint8"] = (stretched * 255).numpy().astype(np.uint8)  # BEN2.py's PNG values
+    return results
+
+
+# --------------------------------------------------------------------------------------- Depth Anything 3
+
+
+def _stub_torchvision() -> None:
+    """torchvision is not installable next to the local CPU torch wheel. The code paths used need only ToTensor
+    and Normalize (DA3's InputProcessor); spandrel merely imports it for LaMa. Every torchvision module is
+    therefore a placeholder whose names are unusable classes, except those two transforms."""
+    import importlib.abc
+    import importlib.machinery
+
+    if any(isinstance(finder, type) and finder.__name__ == "TorchvisionStub" for finder in sys.meta_path):
+        return
+
+    class ToTensor:
+        def __call__(self, image):
+            return torch.from_numpy(np.asarray(image, dtype=np.float32).transpose(2, 0, 1) / 255.0)
+
+    class Normalize:
+        def __init__(self, mean, std):
+            self.mean, self.std = torch.tensor(mean)[:, None, None], torch.tensor(std)[:, None, None]
+
+        def __call__(self, tensor):
+            return (tensor - self.mean) / self.std
+
+    def placeholder(name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return type(name, (), {})
+
+    class TorchvisionStub(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        @classmethod
+        def find_spec(cls, name, path=None, target=None):
+            if name == "torchvision" or name.startswith("torchvision."):
+                return importlib.machinery.ModuleSpec(name, cls, is_package=True)
+            return None
+
+        @staticmethod
+        def create_module(spec):
+            module = types.ModuleType(spec.name)
+            module.__path__ = []  # type: ignore[attr-defined]
+            module.__getattr__ = placeholder  # type: ignore[method-assign]
+            if spec.name == "torchvision.transforms":
+                module.ToTensor, module.Normalize = ToTensor, Normalize  # type: ignore[attr-defined]
+            return module
+
+        @staticmethod
+        def exec_module(module):
+            return None
+
+    sys.meta_path.insert(0, TorchvisionStub)
+
+
+def da3_camera_export(net: torch.nn.Module) -> torch.nn.Module:
+    """DA3's network with the camera decoder, as one module for export: image [1, N, 3, H, W] → depth,
+    depth_conf [1, N, H, W], extrinsics [1, N, 3, 4] (world → camera), intrinsics [1, N, 3, 3] in H × W pixels.
+
+    The network's own intrinsics use H and W as Python numbers, which a trace would freeze; here the same
+    formula (focal = side / 2 / tan(fov / 2), principal point at the centre) reads them from the input's shape."""
+    from depth_anything_3.model.utils.transform import pose_encoding_to_extri_intri
+    from depth_anything_3.utils.geometry import affine_inverse
+
+    class CameraExport(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = net
+
+        def forward(self, image):
+            feats, _ = self.net.backbone(
+                image, cam_token=None, export_feat_layers=[], ref_view_strategy="saddle_balanced"
+            )
+            height, width = image.shape[-2], image.shape[-1]
+            out = self.net.head(feats, height, width, patch_start_idx=0)
+            pose = self.net.cam_dec(feats[-1][1])
+            camera_to_world, _ = pose_encoding_to_extri_intri(pose, (height, width))
+            world_to_camera = affine_inverse(camera_to_world)[..., :3, :4]
+            size = torch._shape_as_tensor(image)[-2:].to(pose.dtype)
+            fy = size[0] / 2 / torch.clamp(torch.tan(pose[..., 7] / 2), min=1e-6)
+            fx = size[1] / 2 / torch.clamp(torch.tan(pose[..., 8] / 2), min=1e-6)
+            zero, one = torch.zeros_like(fx), torch.ones_like(fx)
+            matrix = torch.stack([fx, zero, zero + size[1] / 2, zero, fy, zero + size[0] / 2, zero, zero, one], -1)
+            views = image.shape[1]
+            return (
+                out.depth.reshape(1, views, height, width),
+                out.depth_conf.reshape(1, views, height, width),
+                world_to_camera,
+                matrix.reshape(1, views, 3, 3),
+            )
+
+    return CameraExport().eval()
+
+
+def da3_network(name: str = "da3-small") -> torch.nn.Module:
+    _stub_torchvision()
+    from depth_anything_3.cfg import create_object, load_config
+    from depth_anything_3.registry import MODEL_REGISTRY
+
+    torch.manual_seed(SEED)
+    net = create_object(load_config(MODEL_REGISTRY[name])).eval()
+    with torch.no_grad():  # a random camera decoder gives ~0 field of view; centre it on 60° and no rotation
+        net.cam_dec.fc_fov[0].weight.mul_(0.01)
+        net.cam_dec.fc_fov[0].bias.fill_(1.05)
+        net.cam_dec.fc_qvec.weight.mul_(0.05)
+        net.cam_dec.fc_qvec.bias.copy_(torch.tensor([0.0, 0.0, 0.0, 1.0]))
+    return net
+
+
+def export_da3(model: torch.nn.Module, path: Path, size: tuple[int, int], views: int = 3) -> None:
+    """Trace with ≥ 3 views (the reference-view selection is traced only then) at one (height, width): the
+    view count is dynamic, the size fixed (a per-aspect export; DA3's code freezes sizes in a trace)."""
+    axes = {name: {1: "views"} for name in ("image", "depth", "depth_conf", "extrinsics", "intrinsics")}
+    with torch.no_grad():
+        torch.onnx.export(
+            model, (torch.randn(1, views, 3, *size),), str(path), input_names=["image"],
+            output_names=["depth", "depth_conf", "extrinsics", "intrinsics"], dynamic_axes=axes,
+            opset_version=17, dynamo=False,
+        )  # fmt: skip
+
+
+def da3(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
+    net = da3_network()
+    model = da3_camera_export(net)
+    from depth_anything_3.utils.io.input_processor import InputProcessor
+
+    results: dict[str, np.ndarray] = {}
+    groups: dict[tuple[int, int], list[Path]] = {}
+    for path in images:  # one clip per frame size
+        groups.setdefault(Image.open(path).size, []).append(path)
+    for index, (size, paths) in enumerate(groups.items()):
+        batch, _, _ = InputProcessor()([str(path) for path in paths], None, None, DA3_PROCESS_RES, "upper_bound_resize")
+        export_da3(model, work / f"model_{index}.onnx", tuple(batch.shape[-2:]))
+        with torch.no_grad():
+            out = net(batch[None].float(), None, None, [], False, False, "saddle_balanced")
+        results[f"{index}_source_size"] = np.array(size)
+        results[f"{index}_input"] = batch.numpy()
+        results[f"{index}_depth"] = out.depth[0].numpy()
+        results[f"{index}_depth_conf"] = out.depth_conf[0].numpy()
+        results[f"{index}_extrinsics"] = out.extrinsics[0][:, :3, :4].numpy().astype(np.float64)
+        results[f"{index}_intrinsics"] = out.intrinsics[0].numpy().astype(np.float64)
+    return results
+
+
+FAMILIES = {"moge": moge, "upscale": upscale, "ben2": ben2, "da3": da3}
+
+
+def main() -> None:
+    family, work, *images = sys.argv[1:]
+    work_dir = Path(work)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    results = FAMILIES[family](work_dir, [Path(image) for image in images])
+    np.savez(work_dir / "official.npz", **results)
+    print(f"{family}: official pipeline done ({len(results)} arrays)")
+
+
+if __name__ == "__main__":
+    main()

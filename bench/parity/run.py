@@ -1,0 +1,433 @@
+"""Parity with the official pipelines: one command, every family, figures and thresholds side by side.
+
+    uv run --locked --no-sync python bench/parity/run.py            # all families
+    uv run --locked --no-sync python bench/parity/run.py moge da3   # some
+
+For each family, bench/parity/official.py (in the torch environment named by PARITY_PYTHON, default
+/work/venvs/parity/bin/python; set-up in bench/parity/README.md) builds the official architecture with seeded
+random weights, exports the ONNX file and runs the official pipeline on the images made here (one non-square
+and one square each). Then our jobs run through the real handler on a real server (BlendJob JobContext, the
+server's resources, a catalog naming the exported file) on the same image files, and the figures below are
+compared against THRESHOLDS. Exit status 1 when any figure is beyond its threshold. Everything lands in
+bench/results/parity/ (git-ignored); the recorded figures are in docs/parity.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+RESULTS = ROOT / "bench" / "results" / "parity"
+OFFICIAL = Path(__file__).resolve().parent / "official.py"
+PARITY_PYTHON = os.environ.get("PARITY_PYTHON", "/work/venvs/parity/bin/python")
+
+# Figure → (worst allowed, how it is measured). Lower is better for errors, higher for PSNR and agreement.
+THRESHOLDS: dict[str, tuple[str, float]] = {
+    "moge.focal_rel": ("max", 1e-4),
+    "moge.depth_rel_median": ("max", 1e-4),
+    "moge.depth_rel_max": ("max", 5e-3),
+    "moge.points_rel_max": ("max", 5e-3),
+    "moge.mask_agreement": ("min", 0.9999),
+    "moge.normal_deg_max": ("max", 0.5),
+    "moge.exr_depth_rel_max": ("max", 5e-3),
+    "upscale.psnr_db": ("min", 60.0),
+    "upscale.tiled_psnr_db": ("min", 45.0),
+    "upscale.seam_psnr_db": ("min", 45.0),
+    "upscale.alpha_mean_abs": ("max", 1e-3),
+    "upscale.alpha_max_abs": ("max", 1e-2),
+    "ben2.alpha_mean_abs": ("max", 1e-3),
+    "ben2.alpha_max_abs": ("max", 1e-2),
+    "ben2.mask_agreement": ("min", 0.999),
+    "da3.input_mean_abs": ("max", 0.02),
+    "da3.depth_rel_median": ("max", 0.02),
+    "da3.focal_rel": ("max", 0.01),
+    "da3.rotation_deg": ("max", 0.5),
+    "da3.translation_rel": ("max", 0.02),
+}
+
+
+# ------------------------------------------------------------------------------------------------- images
+
+
+def scene(width: int, height: int, seed: int, shift: float = 0.0) -> np.ndarray:
+    """A photo-like float RGB image: smooth gradients, a few hard-edged shapes, fine noise."""
+    rng = np.random.default_rng(seed)
+    ys, xs = np.mgrid[0:height, 0:width].astype(np.float64)
+    u, v = xs / width + shift, ys / height
+    rgb = np.stack([0.5 + 0.4 * np.sin(5 * u + 1), 0.3 + 0.5 * v, 0.5 + 0.3 * np.cos(7 * u * v)], axis=-1)
+    for _ in range(4):
+        cx, cy, radius = rng.uniform(0.2, 0.8) + shift, rng.uniform(0.2, 0.8), rng.uniform(0.08, 0.2)
+        inside = (u - cx) ** 2 + ((v - cy) * height / width) ** 2 < radius**2
+        rgb[inside] = rng.uniform(0, 1, 3)
+    return np.clip(rgb + rng.normal(0, 0.02, rgb.shape), 0, 1)
+
+
+def write_png(path: Path, pixels: np.ndarray, bits: int = 8) -> Path:
+    from imageforge.server.media import write_png as write
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write(path, pixels.astype(np.float32), bits=bits)
+
+
+def read_pixels(path: Path) -> np.ndarray:
+    from imageforge.server.media import open_input
+
+    return open_input(str(path)).read_still().pixels.astype(np.float64)
+
+
+# ------------------------------------------------------------------------------------------- job running
+
+
+class Server:
+    """A real job server bound to a storage root whose catalog names the exported models."""
+
+    def __init__(self, storage: Path, entries: list[dict]):
+        from imageforge.server.app import create_server
+
+        catalog = storage / "catalog.json"
+        catalog.parent.mkdir(parents=True, exist_ok=True)
+        catalog.write_text(json.dumps({"models": entries}))
+        os.environ["IMAGEFORGE_MODEL_CATALOG"] = str(catalog)
+        self.storage = storage
+        self.server = create_server()
+        self.server.bind(storage)
+        self.count = 0
+
+    def run(self, job: str, parameters: dict) -> dict[str, Path]:
+        from blendjob.server import JobContext
+
+        from imageforge.contract import JOB_SPECS, JobId
+        from imageforge.server.handler import make_handler
+        from imageforge.server.jobs import JOB_RUNNERS
+
+        spec = JOB_SPECS[JobId(job)]
+        self.count += 1
+        directory = self.storage / "jobs" / f"{self.count:03d}-{job}"
+        directory.mkdir(parents=True)
+        context = JobContext(directory.name, job, parameters, self.server.resources, self.storage, directory)
+        result = make_handler(spec, JOB_RUNNERS[spec.id])(context, parameters)
+        return {name: directory / relative for name, relative in result.items()}
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def link_model(storage: Path, key: str, onnx: Path) -> None:
+    target = storage / "models" / key.lower() / "model.onnx"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink() or target.exists():
+        target.unlink()
+    target.symlink_to(onnx)
+
+
+def entry(key: str, family: str, adapter: str, **options) -> dict:
+    return {
+        "key": key, "family": family, "adapter": adapter, "label": key, "license": "MIT",
+        "repository": f"parity/{key.lower()}", "directory": key.lower(), "default": False,
+        "files": [{"path": "model.onnx"}], **options,
+    }  # fmt: skip
+
+
+def official(family: str, work: Path, images: list[Path]) -> dict[str, np.ndarray]:
+    started = time.perf_counter()
+    command = [PARITY_PYTHON, str(OFFICIAL), family, str(work), *map(str, images)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    if done.returncode:
+        raise RuntimeError(f"official {family} failed:\n{done.stderr[-4000:]}")
+    print(f"  official pipeline + export: {time.perf_counter() - started:.0f} s")
+    with np.load(work / "official.npz") as data:
+        return {name: data[name] for name in data.files}
+
+
+def relative(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.abs(a - b) / np.maximum(np.abs(b), 1e-12)
+
+
+def psnr(a: np.ndarray, b: np.ndarray) -> float:
+    mse = float(np.mean((a - b) ** 2))
+    return float("inf") if mse == 0 else 10 * np.log10(1.0 / mse)
+
+
+def worst(figures: list[dict], name: str, kind: str) -> float:
+    values = [item[name] for item in figures]
+    return max(values) if kind == "max" else min(values)
+
+
+# ------------------------------------------------------------------------------------------------ families
+
+
+def parity_moge(work: Path) -> list[dict]:
+    images = [write_png(work / "wide.png", scene(384, 256, 1)), write_png(work / "square.png", scene(256, 256, 2))]
+    ref = official("moge", work, images)
+    link_model(work / "storage", "PARITY_MOGE", work / "model.onnx")
+    server = Server(work / "storage", [entry("PARITY_MOGE", "geometry", "moge2")])
+    figures = []
+    try:
+        for index, image in enumerate(images):
+            common = {"input": str(image), "model": "PARITY_MOGE", "device": "cpu", "max_input_size": 4096}
+            with np.load(server.run("debug-moge", common)["raw"]) as raw:
+                ours = {name: raw[name] for name in raw.files}
+            plane = server.run("generate-depth-plane-geometry", {**common, "resolution_level": 9})
+            mask = ref[f"{index}_mask"]
+            both = mask & ours["frame_valid"]
+            depth_ref, points_ref = ref[f"{index}_depth"], ref[f"{index}_points"]
+            normal_ref, normal = ref[f"{index}_normal"], ours["frame_normal"]
+            cosine = np.clip(np.sum(normal[both] * normal_ref[both], axis=-1), -1, 1)
+            height, width = mask.shape
+            intrinsics_ref = ref[f"{index}_intrinsics"]
+            metadata = json.loads(plane["depth_metadata"].read_text())
+            exr_z = read_exr_z(plane["depth"])
+            figures.append(
+                {
+                    "image": image.name,
+                    "size": f"{width}x{height}",
+                    "focal_rel": float(
+                        max(
+                            relative(ours["frame_intrinsics"][0, 0], intrinsics_ref[0, 0]),
+                            relative(ours["frame_intrinsics"][1, 1], intrinsics_ref[1, 1]),
+                            relative(metadata["fx"], intrinsics_ref[0, 0] * width),
+                            relative(metadata["fy"], intrinsics_ref[1, 1] * height),
+                        )
+                    ),
+                    "depth_rel_median": float(np.median(relative(ours["frame_depth"][both], depth_ref[both]))),
+                    "depth_rel_max": float(relative(ours["frame_depth"][both], depth_ref[both]).max()),
+                    "points_rel_max": float(
+                        (
+                            np.linalg.norm(ours["frame_points"][both] - points_ref[both], axis=-1)
+                            / np.linalg.norm(points_ref[both], axis=-1)
+                        ).max()
+                    ),
+                    "mask_agreement": float(np.mean(mask == ours["frame_valid"])),
+                    "normal_deg_max": float(np.degrees(np.arccos(cosine)).max()),
+                    "masked_normals_zero": bool(np.all(normal[~ours["frame_valid"]] == 0)),
+                    "exr_depth_rel_max": float(relative(exr_z[both], depth_ref[both]).max()),
+                }
+            )
+    finally:
+        server.close()
+    return figures
+
+
+def read_exr_z(path: Path) -> np.ndarray:
+    import OpenEXR
+
+    with OpenEXR.File(str(path)) as exr:
+        channels = exr.channels()
+        if "B" in channels:
+            return np.asarray(channels["B"].pixels, np.float64)
+        rgba = channels["RGBA"].pixels if "RGBA" in channels else channels["RGB"].pixels
+        return np.asarray(rgba[..., 2], np.float64)
+
+
+def parity_upscale(work: Path) -> list[dict]:
+    wide = scene(200, 136, 3)
+    ys, xs = np.mgrid[0:136, 0:200]
+    alpha = np.clip(np.hypot(xs - 100, ys - 68) / 80, 0, 1)[..., None]  # soft radial transparency
+    images = [
+        write_png(work / "wide_rgba.png", np.concatenate([wide, alpha], axis=2), bits=16),
+        write_png(work / "square.png", scene(128, 128, 4), bits=16),
+    ]
+    ref = official("upscale", work, images)
+    link_model(work / "storage", "PARITY_X4V3", work / "model.onnx")
+    server = Server(work / "storage", [entry("PARITY_X4V3", "upscale", "upscale", scale=4)])
+    from imageforge.server.models.upscale import DEFAULT_BLEND, DEFAULT_MARGIN
+    from imageforge.server.tiling import plan_tiles
+
+    figures = []
+    try:
+        for index, image in enumerate(images):
+            common = {"input": str(image), "model": "PARITY_X4V3", "device": "cpu", "scale": 4}
+            whole = read_pixels(server.run("upscale-image", {**common, "tile_size": 0})["upscale"])
+            tile = 64
+            tiled = read_pixels(server.run("upscale-image", {**common, "tile_size": tile})["upscale"])
+            rgb_ref = ref[f"{index}_rgb"]
+            height, width = rgb_ref.shape[0] // 4, rgb_ref.shape[1] // 4
+            grid = plan_tiles(height, width, tile=tile, margin=DEFAULT_MARGIN, blend=DEFAULT_BLEND)
+            seams = np.zeros(rgb_ref.shape[:2], bool)
+            for axis, starts in ((0, grid.rows), (1, grid.columns)):
+                for start in starts[1:]:  # ±(margin + blend) source pixels around every tile edge
+                    band = slice(max(0, 4 * (start - DEFAULT_BLEND)), 4 * (start + DEFAULT_MARGIN + DEFAULT_BLEND))
+                    if axis == 0:
+                        seams[band, :] = True
+                    else:
+                        seams[:, band] = True
+            item = {
+                "image": image.name,
+                "size": f"{width}x{height}",
+                "tiles": len(grid.rows) * len(grid.columns),
+                "psnr_db": psnr(whole[..., :3], rgb_ref),
+                "tiled_psnr_db": psnr(tiled[..., :3], rgb_ref),
+                "seam_psnr_db": psnr(tiled[..., :3][seams], rgb_ref[seams]),
+            }
+            if f"{index}_alpha" in ref:
+                alpha_error = np.abs(tiled[..., 3] - ref[f"{index}_alpha"])
+                item["alpha_mean_abs"], item["alpha_max_abs"] = float(alpha_error.mean()), float(alpha_error.max())
+                mean_of_rgb = np.abs(tiled[..., 3] - grey_mean_reference(ref, index))
+                item["alpha_mean_abs_if_rgb_mean"] = float(mean_of_rgb.mean())
+            figures.append(item)
+    finally:
+        server.close()
+    return figures
+
+
+def grey_mean_reference(ref: dict, index: int) -> np.ndarray:
+    """What the plain mean of the three channels would have given (the earlier behaviour), for the record."""
+    return ref[f"{index}_alpha_rgb_mean"] if f"{index}_alpha_rgb_mean" in ref else ref[f"{index}_alpha"]
+
+
+def parity_ben2(work: Path) -> list[dict]:
+    images = [
+        write_png(work / "wide.png", scene(320, 200, 5)),
+        write_png(work / "square.png", scene(256, 256, 6)),
+        write_png(work / "large.png", scene(1280, 720, 7)),
+    ]
+    ref = official("ben2", work, images)
+    link_model(work / "storage", "PARITY_BEN2", work / "model.onnx")
+    options = {"normalization": "imagenet", "final_activation": "sigmoid"}
+    server = Server(work / "storage", [entry("PARITY_BEN2", "background", "ben2", **options)])
+    from imageforge.server.media import resize
+
+    figures = []
+    try:
+        for index, image in enumerate(images):
+            parameters = {"input": str(image), "model": "PARITY_BEN2", "device": "cpu", "output_kind": "alpha"}
+            alpha = read_pixels(server.run("remove-background", parameters)["alpha"])[..., 0]
+            official_alpha = ref[f"{index}_alpha_float"]
+            error = np.abs(alpha - official_alpha)
+            raw = ref[f"{index}_raw"].astype(np.float32)  # the earlier order: min–max, then Lanczos/bicubic
+            stretched = (raw - raw.min()) / (raw.max() - raw.min())
+            earlier = np.clip(resize(stretched, (alpha.shape[1], alpha.shape[0])), 0, 1)
+            figures.append(
+                {
+                    "image": image.name,
+                    "size": f"{alpha.shape[1]}x{alpha.shape[0]}",
+                    "alpha_mean_abs": float(error.mean()),
+                    "alpha_max_abs": float(error.max()),
+                    "alpha_max_abs_vs_uint8": float(np.abs(alpha * 255 - ref[f"{index}_alpha_uint8"]).max() / 255),
+                    "mask_agreement": float(np.mean((alpha > 0.5) == (official_alpha > 0.5))),
+                    "earlier_order_mean_abs": float(np.abs(earlier - official_alpha).mean()),
+                    "earlier_order_max_abs": float(np.abs(earlier - official_alpha).max()),
+                }
+            )
+    finally:
+        server.close()
+    return figures
+
+
+def parity_da3(work: Path) -> list[dict]:
+    clips = {"wide": (320, 180), "square": (224, 224)}
+    images = []
+    for clip, (width, height) in clips.items():
+        for frame in range(3):
+            images.append(write_png(work / clip / f"frame_{frame + 1:04d}.png", scene(width, height, 8, 0.04 * frame)))
+    ref = official("da3", work, images)
+    entries = []
+    for index, clip in enumerate(clips):
+        key = f"PARITY_DA3_{clip.upper()}"
+        link_model(work / "storage", key, work / f"model_{index}.onnx")
+        entries.append(entry(key, "multiview", "da3", attention_heads=6))
+    server = Server(work / "storage", entries)
+    figures = []
+    try:
+        for index, clip in enumerate(clips):
+            key = f"PARITY_DA3_{clip.upper()}"
+            common = {"input": str(work / clip), "model": key, "device": "cpu"}
+            with np.load(server.run("debug-da3", common)["raw"]) as raw:
+                debug = {name: raw[name] for name in raw.files}
+            result = server.run("generate-multiview-cameras", {**common, "memory_budget_gib": 64.0})
+            cameras = json.loads(result["cameras"].read_text())
+            width, height = clips[clip]
+            canvas_h, canvas_w = ref[f"{index}_depth"].shape[-2:]
+            depth_rel = relative(debug["raw_depth"][0], ref[f"{index}_depth"])
+            focal = []
+            for frame, matrix in zip(cameras["frames"], ref[f"{index}_intrinsics"], strict=True):
+                focal.append(relative(frame["intrinsics"]["fx"], matrix[0, 0] * width / canvas_w))
+                focal.append(relative(frame["intrinsics"]["fy"], matrix[1, 1] * height / canvas_h))
+            ours = np.array([frame["extrinsics"] for frame in cameras["frames"]])
+            theirs = rebase(ref[f"{index}_extrinsics"])
+            rotation = [rotation_degrees(a[:, :3], b[:, :3]) for a, b in zip(ours, theirs, strict=True)]
+            scale = max(np.linalg.norm(theirs[:, :, 3], axis=1).max(), 1e-9)
+            translation = np.linalg.norm(ours[:, :, 3] - theirs[:, :, 3], axis=1).max() / scale
+            figures.append(
+                {
+                    "clip": clip,
+                    "size": f"{width}x{height} -> {canvas_w}x{canvas_h}",
+                    "input_mean_abs": float(np.abs(debug["input"] - ref[f"{index}_input"]).mean()),
+                    "input_max_abs": float(np.abs(debug["input"] - ref[f"{index}_input"]).max()),
+                    "depth_rel_median": float(np.median(depth_rel)),
+                    "depth_rel_max": float(depth_rel.max()),
+                    "focal_rel": float(max(focal)),
+                    "rotation_deg": float(max(rotation)),
+                    "translation_rel": float(translation),
+                }
+            )
+    finally:
+        server.close()
+    return figures
+
+
+def rebase(extrinsics: np.ndarray) -> np.ndarray:
+    """World-to-camera poses re-expressed with the first camera as the world, as our job writes them."""
+    first = np.eye(4)
+    first[:3] = extrinsics[0]
+    homogeneous = np.concatenate([extrinsics, np.tile([[[0.0, 0.0, 0.0, 1.0]]], (len(extrinsics), 1, 1))], axis=1)
+    return (homogeneous @ np.linalg.inv(first))[:, :3]
+
+
+def rotation_degrees(a: np.ndarray, b: np.ndarray) -> float:
+    cosine = (np.trace(a.T @ b) - 1) / 2
+    return float(np.degrees(np.arccos(np.clip(cosine, -1, 1))))
+
+
+FAMILIES = {"moge": parity_moge, "upscale": parity_upscale, "ben2": parity_ben2, "da3": parity_da3}
+
+
+def main() -> int:
+    chosen = sys.argv[1:] or list(FAMILIES)
+    report: dict[str, list[dict]] = {}
+    failures = []
+    for family in chosen:
+        print(f"== {family}")
+        work = RESULTS / family
+        if work.exists():
+            import shutil
+
+            shutil.rmtree(work)
+        figures = FAMILIES[family](work)
+        report[family] = figures
+        for item in figures:
+            print("  " + "  ".join(f"{name}={_format(value)}" for name, value in item.items()))
+        for name, (kind, limit) in THRESHOLDS.items():
+            prefix, figure = name.split(".")
+            if prefix != family or not any(figure in item for item in figures):
+                continue
+            value = worst([item for item in figures if figure in item], figure, kind)
+            ok = value <= limit if kind == "max" else value >= limit
+            print(f"  {'ok  ' if ok else 'FAIL'} {figure}: {_format(value)} ({kind} {_format(limit)})")
+            if not ok:
+                failures.append(f"{name} = {_format(value)}, {kind} {_format(limit)}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "parity.json").write_text(json.dumps(report, indent=2))
+    if failures:
+        print("beyond thresholds: " + "; ".join(failures))
+        return 1
+    print("every figure within its threshold")
+    return 0
+
+
+def _format(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
