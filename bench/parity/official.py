@@ -259,7 +259,6 @@ def da3_camera_export(net: torch.nn.Module) -> torch.nn.Module:
     The network's own intrinsics use H and W as Python numbers, which a trace would freeze; here the same
     formula (focal = side / 2 / tan(fov / 2), principal point at the centre) reads them from the input's shape."""
     from depth_anything_3.model.utils.transform import pose_encoding_to_extri_intri
-    from depth_anything_3.utils.geometry import affine_inverse
 
     class CameraExport(torch.nn.Module):
         def __init__(self):
@@ -274,7 +273,9 @@ def da3_camera_export(net: torch.nn.Module) -> torch.nn.Module:
             out = self.net.head(feats, height, width, patch_start_idx=0)
             pose = self.net.cam_dec(feats[-1][1])
             camera_to_world, _ = pose_encoding_to_extri_intri(pose, (height, width))
-            world_to_camera = affine_inverse(camera_to_world)[..., :3, :4]
+            rotation = camera_to_world[..., :3, :3].transpose(-1, -2)  # the inverse of [R | t] is [Rᵀ | −Rᵀt]
+            translation = -(rotation @ camera_to_world[..., :3, 3:])  # (affine_inverse's .mT has no ONNX export)
+            world_to_camera = torch.cat([rotation, translation], dim=-1)
             size = torch._shape_as_tensor(image)[-2:].to(pose.dtype)
             fy = size[0] / 2 / torch.clamp(torch.tan(pose[..., 7] / 2), min=1e-6)
             fx = size[1] / 2 / torch.clamp(torch.tan(pose[..., 8] / 2), min=1e-6)
@@ -306,9 +307,23 @@ def da3_network(name: str = "da3-small") -> torch.nn.Module:
     return net
 
 
+def _traceable_positions() -> None:
+    """DA3's rotary position grid uses torch.cartesian_prod, which has no ONNX export: the same (row, column)
+    pairs, row-major, from a meshgrid instead. Values are identical; only the export needs it."""
+    from depth_anything_3.model.dinov2.layers import rope
+
+    def positions(self, batch_size, height, width, device):
+        rows, columns = torch.arange(height, device=device), torch.arange(width, device=device)
+        grid = torch.stack(torch.meshgrid(rows, columns, indexing="ij"), dim=-1).reshape(1, -1, 2)
+        return grid.expand(batch_size, -1, -1).clone()
+
+    rope.PositionGetter.__call__ = positions
+
+
 def export_da3(model: torch.nn.Module, path: Path, size: tuple[int, int], views: int = 3) -> None:
     """Trace with ≥ 3 views (the reference-view selection is traced only then) at one (height, width): the
     view count is dynamic, the size fixed (a per-aspect export; DA3's code freezes sizes in a trace)."""
+    _traceable_positions()
     axes = {name: {1: "views"} for name in ("image", "depth", "depth_conf", "extrinsics", "intrinsics")}
     with torch.no_grad():
         torch.onnx.export(
