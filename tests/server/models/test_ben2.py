@@ -124,3 +124,19 @@ def test_a_declared_final_sigmoid_is_checked_in_the_file(make_adapter):
             kit_entry("BEN2_LOGITS", Family.BACKGROUND, "ben2", final_activation="sigmoid"),
             lambda path: build_ben2(path, size=32),
         )
+
+
+def test_the_model_input_is_a_lanczos_resize_even_when_enlarging(make_adapter):
+    """BEN2.py resizes with PIL's Lanczos both ways; bicubic when enlarging made the matte differ at edges."""
+    from PIL import Image as PILImage
+
+    adapter = make_adapter(kit_entry("BEN2_PRE", Family.BACKGROUND, "ben2", normalization="none"), build_ben2)
+    rgb = np.random.default_rng(3).random((20, 30, 3), dtype=np.float32)
+    lanczos = np.stack(
+        [
+            np.asarray(PILImage.fromarray(rgb[..., c]).resize((1024, 1024), PILImage.Resampling.LANCZOS))
+            for c in range(3)
+        ],
+        axis=-1,
+    )
+    np.testing.assert_allclose(adapter.preprocess(rgb)[0].transpose(1, 2, 0), np.clip(lanczos, 0, 1), atol=1e-6)

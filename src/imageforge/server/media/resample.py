@@ -23,11 +23,12 @@ BILINEAR_BAND_ROWS = 512  # output rows per gather pass: bounds the temporaries 
 RESIZE_BAND_PIXELS = 1 << 22  # output pixels per channel resampled at a time (16 MiB of float32)
 
 
-def resize(pixels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+def resize(pixels: np.ndarray, size: tuple[int, int], *, lanczos: bool = False) -> np.ndarray:
     """Resample an (H, W) or (H, W, C) float array to (width, height).
 
-    Lanczos when shrinking (sharp, alias-free), bicubic when enlarging (less ringing on masks). The
-    result can overshoot the input range slightly; callers that need [0, 1] clip.
+    Lanczos when shrinking (sharp, alias-free), bicubic when enlarging (less ringing on masks); `lanczos`
+    uses Lanczos both ways (what a model's official pre-processing does, e.g. BEN2's). The result can
+    overshoot the input range slightly; callers that need [0, 1] clip.
     """
     width, height = size
     if width < 1 or height < 1:
@@ -35,7 +36,7 @@ def resize(pixels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     source_height, source_width = pixels.shape[:2]
     if (source_width, source_height) == (width, height):
         return np.asarray(pixels, dtype=np.float32)
-    method = _method((source_width, source_height), size)
+    method = PILImage.Resampling.LANCZOS if lanczos else _method((source_width, source_height), size)
     planes = pixels[..., None] if pixels.ndim == 2 else pixels
     out = np.empty((height, width, planes.shape[2]), dtype=np.float32)
     band = max(1, RESIZE_BAND_PIXELS // width)

@@ -1,8 +1,9 @@
 """BEN2 background removal: a fixed-size matte model (1024² in the published export).
 
 Pre-processing: the image, composited over black and display-encoded (display.py), is resized to the
-model's input size and normalised per the catalog entry's `normalization` option, because public sources
-disagree on ImageNet mean/std versus none and the right choice belongs to the exported file, not the code.
+model's input size with Lanczos whether it shrinks or grows (as BEN2.py's PIL resize does) and normalised
+per the catalog entry's `normalization` option, because public sources disagree on ImageNet mean/std versus
+none and the right choice belongs to the exported file, not the code.
 Post-processing is the official BEN2 pipeline's (BEN2.py `postprocess_image`), in its order: the sigmoid
 matte is resized to the size the caller wants with PyTorch-style bilinear (half-pixel centres, no
 antialiasing), then min–max normalised over that result; then it is multiplied with the source alpha so
@@ -70,7 +71,7 @@ class Ben2Adapter(Adapter):
     def preprocess(self, rgb: np.ndarray) -> np.ndarray:
         """Display RGB (H, W, 3) in [0, 1] → the model's [1, 3, h, w] input, normalised."""
         height, width = self.input_size
-        scaled = np.clip(resize(rgb, (width, height)), 0.0, 1.0)
+        scaled = np.clip(resize(rgb, (width, height), lanczos=True), 0.0, 1.0)  # BEN2.py: PIL Lanczos both ways
         if self.normalization == "imagenet":
             scaled = (scaled - IMAGENET_MEAN) / IMAGENET_STD
         return np.ascontiguousarray(scaled.transpose(2, 0, 1)[None], dtype=self.dtype)
