@@ -2,13 +2,14 @@
 the ONNX file our job will run, and run the official inference pipeline on the same image files.
 
 Runs in a throwaway Python 3.11 environment with torch (never the project's); bench/parity/README.md has the set-up.
-Called by bench/parity/run.py as `official.py FAMILY WORK_DIR IMAGE...`; writes WORK_DIR/model.onnx (DA3: one
-model_<clip>.onnx per frame size) and WORK_DIR/official.npz (everything the official pipeline returned).
+Called by bench/parity/run.py as `official.py FAMILY WORK_DIR IMAGE...`; writes WORK_DIR/model.onnx and
+WORK_DIR/official.npz (everything the official pipeline returned).
 
 Where an official pipeline cannot be imported whole, this file says which documented steps it reproduces:
 - MoGe-2: dlr-moge's `MoGeModel.infer` itself (fp32), on the ViT-S configuration of bench/export_moge_vits.py.
 - Depth Anything 3: depth-anything-3's own `InputProcessor` (upper_bound_resize) and `DepthAnything3Net` (DA3-Small
-  configuration); the high-level `DepthAnything3.inference` wrapper is not imported (its export helpers pull
+  configuration), exported by the converter's own src/imageforge/converter/da3_export.py (dynamic views, height
+  and width); the high-level `DepthAnything3.inference` wrapper is not imported (its export helpers pull
   in video and 3-D packages), its three steps are called directly: preprocess, forward, and reading depth,
   confidence, extrinsics and intrinsics off the output. torchvision (only its ToTensor/Normalize transforms are
   used) is replaced by a few lines computing the same thing.
@@ -252,46 +253,6 @@ def _stub_torchvision() -> None:
     sys.meta_path.insert(0, TorchvisionStub)
 
 
-def da3_camera_export(net: torch.nn.Module) -> torch.nn.Module:
-    """DA3's network with the camera decoder, as one module for export: image [1, N, 3, H, W] → depth,
-    depth_conf [1, N, H, W], extrinsics [1, N, 3, 4] (world → camera), intrinsics [1, N, 3, 3] in H × W pixels.
-
-    The network's own intrinsics use H and W as Python numbers, which a trace would freeze; here the same
-    formula (focal = side / 2 / tan(fov / 2), principal point at the centre) reads them from the input's shape."""
-    from depth_anything_3.model.utils.transform import pose_encoding_to_extri_intri
-
-    class CameraExport(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.net = net
-
-        def forward(self, image):
-            feats, _ = self.net.backbone(
-                image, cam_token=None, export_feat_layers=[], ref_view_strategy="saddle_balanced"
-            )
-            height, width = image.shape[-2], image.shape[-1]
-            out = self.net.head(feats, height, width, patch_start_idx=0)
-            pose = self.net.cam_dec(feats[-1][1])
-            camera_to_world, _ = pose_encoding_to_extri_intri(pose, (height, width))
-            rotation = camera_to_world[..., :3, :3].transpose(-1, -2)  # the inverse of [R | t] is [Rᵀ | −Rᵀt]
-            translation = -(rotation @ camera_to_world[..., :3, 3:])  # (affine_inverse's .mT has no ONNX export)
-            world_to_camera = torch.cat([rotation, translation], dim=-1)
-            size = torch._shape_as_tensor(image)[-2:].to(pose.dtype)
-            fy = size[0] / 2 / torch.clamp(torch.tan(pose[..., 7] / 2), min=1e-6)
-            fx = size[1] / 2 / torch.clamp(torch.tan(pose[..., 8] / 2), min=1e-6)
-            zero, one = torch.zeros_like(fx), torch.ones_like(fx)
-            matrix = torch.stack([fx, zero, zero + size[1] / 2, zero, fy, zero + size[0] / 2, zero, zero, one], -1)
-            views = image.shape[1]
-            return (
-                out.depth.reshape(1, views, height, width),
-                out.depth_conf.reshape(1, views, height, width),
-                world_to_camera,
-                matrix.reshape(1, views, 3, 3),
-            )
-
-    return CameraExport().eval()
-
-
 def da3_network(name: str = "da3-small") -> torch.nn.Module:
     _stub_torchvision()
     from depth_anything_3.cfg import create_object, load_config
@@ -307,35 +268,12 @@ def da3_network(name: str = "da3-small") -> torch.nn.Module:
     return net
 
 
-def _traceable_positions() -> None:
-    """DA3's rotary position grid uses torch.cartesian_prod, which has no ONNX export: the same (row, column)
-    pairs, row-major, from a meshgrid instead. Values are identical; only the export needs it."""
-    from depth_anything_3.model.dinov2.layers import rope
-
-    def positions(self, batch_size, height, width, device):
-        rows, columns = torch.arange(height, device=device), torch.arange(width, device=device)
-        grid = torch.stack(torch.meshgrid(rows, columns, indexing="ij"), dim=-1).reshape(1, -1, 2)
-        return grid.expand(batch_size, -1, -1).clone()
-
-    rope.PositionGetter.__call__ = positions
-
-
-def export_da3(model: torch.nn.Module, path: Path, size: tuple[int, int], views: int = 3) -> None:
-    """Trace with ≥ 3 views (the reference-view selection is traced only then) at one (height, width): the
-    view count is dynamic, the size fixed (a per-aspect export; DA3's code freezes sizes in a trace)."""
-    _traceable_positions()
-    axes = {name: {1: "views"} for name in ("image", "depth", "depth_conf", "extrinsics", "intrinsics")}
-    with torch.no_grad():
-        torch.onnx.export(
-            model, (torch.randn(1, views, 3, *size),), str(path), input_names=["image"],
-            output_names=["depth", "depth_conf", "extrinsics", "intrinsics"], dynamic_axes=axes,
-            opset_version=17, dynamo=False,
-        )  # fmt: skip
-
-
 def da3(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
     net = da3_network()
-    model = da3_camera_export(net)
+    sys.path.insert(0, str(BENCH.parent / "src" / "imageforge" / "converter"))
+    import da3_export  # the converter's own exporter: dynamic views, height and width
+
+    da3_export.export(net, work / "model.onnx")
     from depth_anything_3.utils.io.input_processor import InputProcessor
 
     results: dict[str, np.ndarray] = {}
@@ -344,8 +282,7 @@ def da3(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
         groups.setdefault(Image.open(path).size, []).append(path)
     for index, (size, paths) in enumerate(groups.items()):
         batch, _, _ = InputProcessor()([str(path) for path in paths], None, None, DA3_PROCESS_RES, "upper_bound_resize")
-        export_da3(model, work / f"model_{index}.onnx", tuple(batch.shape[-2:]))
-        with torch.no_grad():
+        with torch.no_grad():  # the official network, not the export's traceable swaps
             out = net(batch[None].float(), None, None, [], False, False, "saddle_balanced")
         results[f"{index}_source_size"] = np.array(size)
         results[f"{index}_input"] = batch.numpy()

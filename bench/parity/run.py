@@ -330,17 +330,12 @@ def parity_da3(work: Path) -> list[dict]:
         for frame in range(3):
             images.append(write_png(work / clip / f"frame_{frame + 1:04d}.png", scene(width, height, 8, 0.04 * frame)))
     ref = official("da3", work, images)
-    entries = []
-    for index, clip in enumerate(clips):
-        key = f"PARITY_DA3_{clip.upper()}"
-        link_model(work / "storage", key, work / f"model_{index}.onnx")
-        entries.append(entry(key, "multiview", "da3", attention_heads=6))
-    server = Server(work / "storage", entries)
+    link_model(work / "storage", "PARITY_DA3", work / "model.onnx")
+    server = Server(work / "storage", [entry("PARITY_DA3", "multiview", "da3", attention_heads=6)])
     figures = []
     try:
         for index, clip in enumerate(clips):
-            key = f"PARITY_DA3_{clip.upper()}"
-            common = {"input": str(work / clip), "model": key, "device": "cpu"}
+            common = {"input": str(work / clip), "model": "PARITY_DA3", "device": "cpu"}
             with np.load(server.run("debug-da3", common)["raw"]) as raw:
                 debug = {name: raw[name] for name in raw.files}
             result = server.run("generate-multiview-cameras", {**common, "memory_budget_gib": 64.0})
