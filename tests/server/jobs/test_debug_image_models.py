@@ -58,9 +58,9 @@ def test_debug_jobs_refuse_images_whose_full_size_arrays_would_not_fit_before_lo
     import pytest
 
     from imageforge.contract import ResourceExhaustedError
-    from imageforge.server.media.png_stream import write_png_streamed
+    from imageforge.server.media.png_stream import write_png
 
-    large = write_png_streamed(tmp_path / "large.png", np.zeros((4096, 4097), np.uint8))
+    large = write_png(tmp_path / "large.png", np.zeros((4096, 4097), np.uint8))
     for job in ("debug-ben2", "debug-upscale", "debug-moge"):
         with pytest.raises(ResourceExhaustedError) as refused:
             run_job(job, {"input": str(large)})
@@ -68,6 +68,6 @@ def test_debug_jobs_refuse_images_whose_full_size_arrays_would_not_fit_before_lo
             "Debug jobs keep every intermediate array at full size, so they take images of at most 16 megapixels "
             "(4096 × 4096); 'large.png' is 4097 × 4096, so scale it down first."
         )
-    square = write_png_streamed(tmp_path / "square.png", np.zeros((4096, 4096), np.uint8))
+    square = write_png(tmp_path / "square.png", np.zeros((4096, 4096), np.uint8))
     result, context = run_job("debug-upscale", {"input": str(square), "max_input_size": 64})
     assert "Preparing model" in context.messages and result["raw"].is_file()  # exactly the limit still runs

@@ -1,7 +1,8 @@
-"""The band-by-band PNG writer, read back by independent decoders (Pillow for 8-bit, FFmpeg for 16-bit)."""
+"""The one PNG encoder, read back by independent decoders (Pillow for 8-bit, FFmpeg for 16-bit)."""
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import av
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image as PILImage
 
+from imageforge.server.media import PngSequenceWriter, write_png
 from imageforge.server.media.png_stream import PngStreamWriter
 
 
@@ -41,4 +43,40 @@ def test_an_incomplete_image_leaves_no_file(tmp_path: Path):
     with pytest.raises(RuntimeError), PngStreamWriter(tmp_path / "y.png", 4, 10, channels=3) as png:
         png.write(np.zeros((5, 4, 3), dtype=np.float32))
         raise RuntimeError("cancelled")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _filter_bytes(path: Path) -> set[int]:
+    """The filter type byte of every row, read from the file's IDAT chunks."""
+    data, position, header = path.read_bytes(), 8, b""
+    compressed = b""
+    while position < len(data):
+        length = int.from_bytes(data[position : position + 4], "big")
+        kind, body = data[position + 4 : position + 8], data[position + 8 : position + 8 + length]
+        header = body if kind == b"IHDR" else header
+        compressed += body if kind == b"IDAT" else b""
+        position += 12 + length
+    width, bits, colour = int.from_bytes(header[:4], "big"), header[8], header[9]
+    stride = 1 + width * {0: 1, 4: 2, 2: 3, 6: 4}[colour] * bits // 8
+    raw = zlib.decompress(compressed)
+    return {raw[row] for row in range(0, len(raw), stride)}
+
+
+def test_every_png_result_goes_through_the_one_encoder(tmp_path: Path):
+    """A whole image, a band-wise image and a sequence frame are the same bytes: one encoder, one policy."""
+    pixels = np.random.default_rng(7).random((20, 9, 4), dtype=np.float32)
+    whole = write_png(tmp_path / "whole.png", pixels, bits=16)
+    with PngStreamWriter(tmp_path / "bands.png", 9, 20, channels=4, bits=16) as png:
+        png.write(pixels[:11])
+        png.write(pixels[11:])
+    with PngSequenceWriter(tmp_path / "frames", bits=16) as sequence:
+        sequence.write(1, pixels)
+    assert whole.read_bytes() == (tmp_path / "bands.png").read_bytes() == sequence.first_file.read_bytes()
+    assert _filter_bytes(whole) == {1}  # the Sub filter on every row, as png_stream's docstring says
+
+
+def test_write_png_refuses_a_shape_that_is_no_image(tmp_path: Path):
+    for shape in [(0, 4), (4, 4, 5), (2, 2, 2, 2)]:
+        with pytest.raises(ValueError, match="PNG pixels must be"):
+            write_png(tmp_path / "bad.png", np.zeros(shape, np.float32))
     assert list(tmp_path.iterdir()) == []

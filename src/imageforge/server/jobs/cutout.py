@@ -35,7 +35,7 @@ from ...contract.parameters import Selection
 from ..geometry.depth_fill import fill_depth_behind
 from ..geometry.frame import GeometryFrame
 from ..media import open_input, resize
-from ..media.png_stream import write_png_bands, write_png_streamed
+from ..media.png_stream import write_png, write_png_bands
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels
 from ..models.lama import LamaAdapter
@@ -109,7 +109,7 @@ def run_cutout(context: Any, params: CutoutParams) -> dict[str, str]:
         )
         progress.stage(0.82, "Writing selection alpha")
         cropped = matte[rows, columns]
-        outputs.write("selection_alpha", "selection_alpha.png", partial(write_png_streamed, pixels=cropped, bits=16))
+        outputs.write("selection_alpha", "selection_alpha.png", partial(write_png, pixels=cropped, bits=16))
         if result is not None:
             write_geometry(
                 progress,
@@ -123,7 +123,7 @@ def run_cutout(context: Any, params: CutoutParams) -> dict[str, str]:
             )
         if plate is not None:
             progress.stage(0.92, "Writing clean plate")
-            outputs.write("background", "background.png", partial(write_png_streamed, pixels=plate, bits=bits))
+            outputs.write("background", "background.png", partial(write_png, pixels=plate, bits=bits))
         if behind is not None:
             whole = Region.whole(size)
             write_geometry(

@@ -21,8 +21,7 @@ import numpy as np
 from ...contract import InputError
 from ...contract.catalog import Family
 from ...contract.jobs import InpaintImageParams
-from ..media import MediaSource, open_input, resize
-from ..media.png_stream import write_png_streamed
+from ..media import MediaSource, open_input, resize, write_png
 from ..models.display import display_pixels
 from ..models.lama import LamaAdapter
 from .cutout import selection_coverage
@@ -56,7 +55,7 @@ def run_inpaint_image(context: Any, params: InpaintImageParams) -> dict[str, str
     progress.running(0.0, "Inpainting")
     filled = inpaint_pixels(adapter, pixels, weight, params.max_input_size, log=context.log, in_place=True)
     progress.writing()
-    write_png_streamed(Path(context.directory) / "inpaint.png", filled, bits=image.sample_kind.png_bits)
+    write_png(Path(context.directory) / "inpaint.png", filled, bits=image.sample_kind.png_bits)
     log_model_time(context, progress, adapter)
     return {"inpaint": "inpaint.png"}
 

@@ -19,8 +19,8 @@ import numpy as np
 from ...contract.catalog import Family
 from ...contract.jobs import RefineImageSelectionParams
 from ...contract.parameters import Selection
-from ..media import open_input
-from ..media.png_stream import write_png_bands, write_png_streamed
+from ..media import open_input, write_png
+from ..media.png_stream import write_png_bands
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels
 from .image_job import JobProgress, log_model_time, prepare_adapter
@@ -41,7 +41,7 @@ def run_refine_selection(context: Any, params: RefineImageSelectionParams) -> di
     alpha = refine_alpha(adapter, pixels, params.selection, params.padding, params.max_input_size, log=context.log)
     progress.writing()
     directory = Path(context.directory)
-    write_png_streamed(directory / "alpha.png", alpha, bits=16)
+    write_png(directory / "alpha.png", alpha, bits=16)
     write_png_bands(
         directory / "cutout.png",
         image.size,

@@ -9,12 +9,13 @@ from .atomic import atomic_directory, atomic_file
 from .exr import write_exr
 from .formats import MAX_PIXELS, STILL_EXTENSIONS, VIDEO_EXTENSIONS, supported_formats
 from .image import AlphaMode, Image, SampleKind, from_integers, to_integers
+from .png_stream import write_png
 from .resample import fit_long_edge_size, resize, resize_bilinear, sample_bilinear
 from .sequence_writer import PngSequenceWriter
 from .source import Frame, MediaKind, MediaSource, open_input
 from .video_plan import VideoPlan, plan_video_output
 from .video_write import VideoWriter
-from .writers import write_json, write_npz, write_png
+from .writers import write_json, write_npz
 
 __all__ = [
     "MAX_PIXELS",

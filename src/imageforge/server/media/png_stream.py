@@ -1,10 +1,13 @@
-"""Write a PNG band by band, for results too large to hold (an upscale to 16384² is 1–2 GiB as integers).
+"""The one PNG encoder: every PNG result (stills, mattes, normals, sequence frames, band-wise upscales).
 
-`write_png` needs the whole image in memory and encodes 16-bit colour through FFmpeg, whose frame-size
-limit (about 16000² pixels) rejects the largest upscales. This writer takes rows top to bottom, quantises
-and filters them a chunk at a time and streams them through one zlib stream into IDAT chunks, so memory
-stays bounded by a band. Atomic like every writer: the file appears under its name only when the last row
-is written.
+One policy for every PNG the server writes: 8- or 16-bit grey, grey+alpha, RGB or straight RGBA, [0, 1]
+floats clipped and rounded to the nearest code value, the Sub filter on every row and zlib level 1.
+`write_png(path, pixels, bits=)` writes a whole image; `PngStreamWriter` takes rows top to bottom for
+results too large to hold (an upscale to 16384² is 1–2 GiB as integers): it quantises and filters them a
+chunk at a time and streams them through one zlib stream into IDAT chunks, so memory stays bounded by a
+band (FFmpeg's PNG encoder, used before for 16-bit colour, rejects frames above about 16000² pixels;
+Pillow cannot write 16-bit colour at all). Atomic like every writer: the file appears under its name only
+when the last row is written.
 
 Speed over size: the Sub filter (one vectorised subtraction) and zlib level 1 encode a 2048² RGBA image in
 ~0.25 s here, against ~1 s for Pillow at level 3 with adaptive filters and ~0.7 s for vectorised Paeth at
@@ -114,9 +117,12 @@ class PngStreamWriter:
         return bool(self._stack.__exit__(kind, error, trace))
 
 
-def write_png_streamed(path: Path, pixels: np.ndarray, *, bits: int = 8) -> Path:
-    """Atomically write a whole image (H, W) or (H, W, 1|2|3|4) with this writer: `write_png`, faster."""
-    values = pixels[..., None] if pixels.ndim == 2 else pixels
+def write_png(path: Path, pixels: np.ndarray, *, bits: int = 8) -> Path:
+    """Atomically write a whole image, (H, W) or (H, W, 1|2|3|4) [0, 1] floats, as a PNG; returns `path`."""
+    values = np.asarray(pixels)
+    values = values[..., None] if values.ndim == 2 else values
+    if values.ndim != 3 or values.shape[2] not in _COLOUR_TYPES or 0 in values.shape[:2]:
+        raise ValueError(f"PNG pixels must be (H, W) or (H, W, 1|2|3|4), got {values.shape}")
     height, width, channels = values.shape
     with PngStreamWriter(path, width, height, channels=channels, bits=bits) as png:
         png.write(values)

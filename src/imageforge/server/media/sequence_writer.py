@@ -14,7 +14,7 @@ from types import TracebackType
 import numpy as np
 
 from .atomic import atomic_directory
-from .writers import encode_png
+from .png_stream import write_png
 
 
 class PngSequenceWriter:
@@ -44,7 +44,7 @@ class PngSequenceWriter:
             raise RuntimeError("PngSequenceWriter.write outside its with-block")
         if number in self.numbers:
             raise ValueError(f"Frame {number} was written twice")
-        encode_png(self._temporary / self.file_name(number), pixels, bits=self.bits)
+        write_png(self._temporary / self.file_name(number), pixels, bits=self.bits)
         self.numbers.append(number)
 
     @property
