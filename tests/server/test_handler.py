@@ -8,8 +8,9 @@ import uuid
 import pytest
 from blendjob.server import JobCancelled, JobContext
 
-from imageforge.contract import JOB_SPECS, CapabilityUnavailableError, ImageForgeError, InputError, JobId
+from imageforge.contract import JOB_SPECS, ImageForgeError, InputError, JobId
 from imageforge.server.handler import InvalidResultError, make_handler
+from imageforge.server.jobs import JOB_RUNNERS
 
 SPEC = JOB_SPECS[JobId.DEBUG_BEN2]
 
@@ -24,11 +25,8 @@ def state(context) -> dict:
     return json.loads((context.directory / "job-state.json").read_text())
 
 
-def test_a_job_without_a_runner_says_it_is_not_available_yet(tmp_path):
-    context = context_in(tmp_path)
-    with pytest.raises(CapabilityUnavailableError, match=r"^Debug BEN2 is not available yet in this version"):
-        make_handler(SPEC, None)(context, {"input": "x.png"})
-    assert state(context)["state"] == "failed"
+def test_every_job_of_the_contract_has_a_runner():
+    assert set(JOB_RUNNERS) == set(JobId) == set(JOB_SPECS)
 
 
 def test_parameters_are_validated_before_the_runner_is_called(tmp_path):

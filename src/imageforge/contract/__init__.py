@@ -5,7 +5,6 @@ Standard library only: Blender's Python and the server's Python both import it. 
 
 from .devices import Device
 from .errors import (
-    CapabilityUnavailableError,
     ImageForgeError,
     InputError,
     ModelUnavailableError,
@@ -16,7 +15,6 @@ from .parameters import parse_parameters
 
 __all__ = [
     "JOB_SPECS",
-    "CapabilityUnavailableError",
     "Device",
     "ImageForgeError",
     "InputError",

@@ -18,7 +18,3 @@ class ModelUnavailableError(ImageForgeError):
 
 class ResourceExhaustedError(ImageForgeError):
     """Memory, disk or a configured budget ran out; the message says what to lower."""
-
-
-class CapabilityUnavailableError(ImageForgeError):
-    """A registered job whose capability this version does not provide yet."""

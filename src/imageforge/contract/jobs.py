@@ -1,4 +1,4 @@
-"""Every job ImageForge's server runs: its id, typed parameters, stages and result files.
+"""Every job ImageForge's server runs: its id, typed parameters and result files.
 
 docs/jobs.md is the prose version of this module; tests/contract keeps the two in step.
 """
@@ -184,12 +184,11 @@ class DebugParams:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """What a job takes, how it progresses, and which files it returns."""
+    """What a job takes and which files it returns."""
 
     id: JobId
     label: str
     parameters: type
-    stages: tuple[str, ...]
     results: dict[str, str]  # result key -> description of the file it names
 
     def parse(self, raw: object):  # -> instance of self.parameters
@@ -198,7 +197,6 @@ class JobSpec:
         return parse_parameters(self.parameters, raw)
 
 
-_IMAGE_STAGES = ("Preparing model", "Reading input", "Running model", "Writing result")
 PROVENANCE = {
     "provenance": "JSON: each model the job ran, the device asked for, the device and ONNX Runtime provider "
     "that really ran, runs and model seconds."
@@ -211,21 +209,18 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             JobId.DOWNLOAD_MODEL,
             "Download Model",
             DownloadModelParams,
-            ("Checking files", "Downloading", "Verifying"),
             {"manifest": "JSON: model key, files, and per file `downloaded` or `ready`."},
         ),
         JobSpec(
             JobId.DOWNLOAD_REQUIRED_MODELS,
             "Download Required Models",
             DownloadRequiredModelsParams,
-            ("Checking files", "Downloading", "Verifying"),
             {"manifest": "JSON: for each model key, its files and per file `downloaded` or `ready`."},
         ),
         JobSpec(
             JobId.REMOVE_BACKGROUND,
             "Remove Background",
             RemoveBackgroundParams,
-            _IMAGE_STAGES,
             {
                 "foreground": "RGBA PNG at the input size (16-bit input stays 16-bit); or a video/PNG sequence.",
                 "alpha": "Float32 single-channel EXR matte at the input size (output_kind=alpha).",
@@ -236,14 +231,12 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             JobId.UPSCALE_IMAGE,
             "Upscale Image",
             UpscaleImageParams,
-            _IMAGE_STAGES,
             {"upscale": "PNG at scale × the input size, alpha kept; or a video/PNG sequence.", **PROVENANCE},
         ),
         JobSpec(
             JobId.REFINE_IMAGE_SELECTION,
             "Refine Selection",
             RefineImageSelectionParams,
-            _IMAGE_STAGES,
             {
                 "alpha": "Single-channel 16-bit PNG matte at the input size.",
                 "cutout": "RGBA PNG at the input size with the refined alpha.",
@@ -254,7 +247,6 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             JobId.GENERATE_DEPTH_PLANE_GEOMETRY,
             "Convert to Depth Plane",
             DepthPlaneParams,
-            _IMAGE_STAGES,
             {
                 "depth": "Float32 EXR (ZIP): RGB = camera-space XYZ in metres, A = alpha × validity.",
                 "depth_metadata": "JSON: image size, pixel intrinsics fx fy cx cy, reference depth.",
@@ -266,7 +258,6 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             JobId.GENERATE_CUTOUT_ARTIFACTS,
             "Cutout",
             CutoutParams,
-            _IMAGE_STAGES,
             {
                 "cutout": "RGBA PNG cropped to the selection bounds.",
                 "selection_alpha": "Single-channel PNG matte of the selection, cropped likewise.",
@@ -287,7 +278,6 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             JobId.INPAINT_IMAGE,
             "Inpaint",
             InpaintImageParams,
-            _IMAGE_STAGES,
             {
                 "inpaint": "RGB(A) PNG at the input size: the masked region filled, every other pixel unchanged.",
                 **PROVENANCE,
@@ -297,7 +287,6 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             JobId.GENERATE_MULTIVIEW_CAMERAS,
             "Multi-view Cameras",
             MultiviewParams,
-            ("Preparing model", "Reading frames", "Running model", "Aligning windows", "Writing result"),
             {
                 "cameras": "JSON: per frame, world-to-camera 3×4 extrinsics and pixel intrinsics at source size.",
                 "depth": "NPZ: float32 depth [frames, height, width] in the model's units, with confidence.",
@@ -309,7 +298,6 @@ JOB_SPECS: dict[JobId, JobSpec] = {
                 job_id,
                 f"Debug {family}",
                 DebugParams,
-                ("Preparing model", "Reading input", "Running model", "Writing result"),
                 {
                     "raw": "NPZ of the model's raw outputs and the post-processed frame.",
                     "summary": "JSON: shapes, ranges, timing, provider used.",

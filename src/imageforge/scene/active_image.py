@@ -19,28 +19,26 @@ class ImageOrigin(StrEnum):
     EDITOR = "editor"
     EMPTY = "empty"
     MATERIAL = "material"
-    NAMED = "named"
 
 
 @dataclass(frozen=True)
 class ActiveImage:
     image: bpy.types.Image
     origin: ImageOrigin
-    owner: str  # the object or material it was found on, for messages
 
 
 def find_active_image(context: bpy.types.Context) -> ActiveImage | None:
     space = getattr(context, "space_data", None)
     if space is not None and space.type == "IMAGE_EDITOR":
-        return ActiveImage(space.image, ImageOrigin.EDITOR, "Image Editor") if space.image else None
+        return ActiveImage(space.image, ImageOrigin.EDITOR) if space.image else None
     obj = getattr(context, "active_object", None)
     if obj is None:
         return None
     if obj.type == "EMPTY" and obj.empty_display_type == "IMAGE" and obj.data is not None:
-        return ActiveImage(obj.data, ImageOrigin.EMPTY, obj.name)
+        return ActiveImage(obj.data, ImageOrigin.EMPTY)
     material = obj.active_material
     image = material_image(material) if material is not None else None
-    return ActiveImage(image, ImageOrigin.MATERIAL, material.name) if image is not None else None
+    return ActiveImage(image, ImageOrigin.MATERIAL) if image is not None else None
 
 
 def material_image(material: bpy.types.Material) -> bpy.types.Image | None:

@@ -22,7 +22,7 @@ SERVER_NAME = "imageforge"
 def create_server() -> JobServer:
     job_server = AuthenticatedJobServer(SERVER_NAME, max_job_history=100)
     for job_id, spec in JOB_SPECS.items():
-        job_server.job(job_id.value)(make_handler(spec, JOB_RUNNERS.get(job_id)))
+        job_server.job(job_id.value)(make_handler(spec, JOB_RUNNERS[job_id]))
 
     @job_server.resource("job_folders")
     def job_folders(bound_server: JobServer):

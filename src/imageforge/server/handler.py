@@ -18,7 +18,7 @@ from typing import Any
 
 from blendjob.server import JobCancelled
 
-from ..contract import CapabilityUnavailableError, ImageForgeError, JobSpec, ResourceExhaustedError
+from ..contract import ImageForgeError, JobSpec, ResourceExhaustedError
 from ..contract.job_state import JobState
 from . import provenance
 from .job_folders import clear_outputs, write_state
@@ -30,13 +30,11 @@ class InvalidResultError(ImageForgeError):
     """A job returned a result that does not name files inside its own folder (a server bug)."""
 
 
-def make_handler(spec: JobSpec, run: Runner | None) -> Callable[[Any, dict], dict[str, str]]:
+def make_handler(spec: JobSpec, run: Runner) -> Callable[[Any, dict], dict[str, str]]:
     def handler(context: Any, raw_parameters: dict) -> dict[str, str]:
         directory = Path(context.directory)
         write_state(directory, JobState.RUNNING)
         try:
-            if run is None:
-                raise CapabilityUnavailableError(f"{spec.label} is not available yet in this version of ImageForge.")
             parameters = spec.parse(raw_parameters)
             result = run(context, parameters)
             context.check_cancelled()

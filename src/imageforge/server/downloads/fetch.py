@@ -61,7 +61,6 @@ class FetchOutcome:
     size: int
     sha256: str
     resumed_from: int  # bytes of an earlier `.part` that were kept
-    requested_bytes: int  # bytes the server was asked for (the file size minus `resumed_from`)
 
 
 def open_part(path: Path, offset: int) -> BinaryIO:
@@ -93,7 +92,7 @@ def fetch_file(
     if expected.size is not None and offset == expected.size:
         # A complete `.part` whose rename never happened: keep it if it verifies, else fetch it again.
         if expected.sha256 is None or digest.hexdigest() == expected.sha256.lower():
-            return _finish(partial, destination, digest, offset, expected, resumed_from=offset, requested=0)
+            return _finish(partial, destination, digest, offset, expected, resumed_from=offset)
         partial.unlink()
         digest, offset = hashlib.sha256(), 0
     if cancelled():
@@ -116,9 +115,7 @@ def fetch_file(
         received = _stream(response, partial, offset, digest, expected, name, host, on_progress, cancelled, writer)
     if (expected.size is not None and received < expected.size) or (total is not None and received != total):
         raise ended_early(host, name, received, progressed=received > offset)
-    return _finish(
-        partial, destination, digest, received, expected, resumed_from=offset, requested=(total or received) - offset
-    )
+    return _finish(partial, destination, digest, received, expected, resumed_from=offset)
 
 
 def _catch_up(partial: Path, size: int | None) -> tuple[hashlib._Hash, int]:
@@ -213,10 +210,10 @@ def _stream(response, partial, offset, digest, expected, name, host, on_progress
     return received
 
 
-def _finish(partial, destination, digest, size, expected, *, resumed_from, requested) -> FetchOutcome:
+def _finish(partial, destination, digest, size, expected, *, resumed_from) -> FetchOutcome:
     sha256 = digest.hexdigest()
     if expected.sha256 is not None and sha256 != expected.sha256.lower():
         partial.unlink(missing_ok=True)
         raise FileRejected(f"{destination.name} does not match its declared SHA-256; the download was deleted.")
     os.replace(partial, destination)
-    return FetchOutcome(destination, size, sha256, resumed_from, requested)
+    return FetchOutcome(destination, size, sha256, resumed_from)

@@ -195,7 +195,7 @@ def _verify_and_place(staged: Path, destination: Path, model_file: ModelFile, et
         raise FileRejected(f"{destination.name} does not match its SHA-256; the download was deleted.")
     destination.parent.mkdir(parents=True, exist_ok=True)
     staged.replace(destination)
-    return FetchOutcome(destination, size, sha256, resumed_from=0, requested_bytes=size)
+    return FetchOutcome(destination, size, sha256, resumed_from=0)
 
 
 def _drop_incomplete(staging_root: Path) -> None:

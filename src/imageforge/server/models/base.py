@@ -8,7 +8,7 @@ device warning goes to the job's message and log.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -83,7 +83,6 @@ def load_adapter(
     entry: ModelEntry,
     device: Device,
     *,
-    download: Callable[[Any, ModelEntry], None] | None = None,
     download_until: float = 1.0,
 ) -> Adapter:
     """Make `entry` ready (downloading it if needed) and return its adapter on a session for `device`.
@@ -93,10 +92,7 @@ def load_adapter(
     cls = adapter_class(entry)
     storage_root = Path(context.storage_root)
     if not model_status(storage_root, entry).ready:
-        if download is not None:
-            download(context, entry)
-        else:
-            download_for_job(context, entry, until=download_until)
+        download_for_job(context, entry, until=download_until)
     manager = context.resource("models")
     context.progress(current_fraction(context), f"Loading {entry.label}")
     resolved = resolve_device(device, manager.runtime).device
