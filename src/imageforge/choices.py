@@ -14,13 +14,11 @@ from dataclasses import dataclass
 
 from .contract import Device, ModelUnavailableError
 from .contract.catalog import Catalog, Family, load_catalog
-from .contract.jobs import MAX_INPUT_SIZE_DEFAULT
+from .contract.jobs import MAX_INPUT_SIZE_DEFAULT, MAX_INPUT_SIZE_LIMIT, RESOLUTION_LEVEL_DEFAULT, RESOLUTION_LEVEL_MAX
 
+# The preference's own steps inside the contract's range (the server accepts any size from 1 px).
 MAX_INPUT_SIZE_MIN = 256
-MAX_INPUT_SIZE_MAX = 8192
 MAX_INPUT_SIZE_STEP = 256
-RESOLUTION_LEVEL_DEFAULT = 9
-RESOLUTION_LEVEL_MAX = 9
 
 # Before the server has run once, offer what the platform's ONNX Runtime package can provide
 # (src/imageforge/client/server_environment.json pins one package per platform).
@@ -69,14 +67,14 @@ def valid_max_input_size(stored: object) -> int:
     """In range: rounded to the 256 px step; anything else (out of range, not a number): the default."""
     if isinstance(stored, bool) or not isinstance(stored, (int, float)):
         return MAX_INPUT_SIZE_DEFAULT
-    if not MAX_INPUT_SIZE_MIN <= stored <= MAX_INPUT_SIZE_MAX:
+    if not MAX_INPUT_SIZE_MIN <= stored <= MAX_INPUT_SIZE_LIMIT:
         return MAX_INPUT_SIZE_DEFAULT
     return int(round(stored / MAX_INPUT_SIZE_STEP)) * MAX_INPUT_SIZE_STEP
 
 
 def chosen_max_input_size(value: int) -> int:
     """What the user typed or dragged: clamped into range, then snapped to the step."""
-    return valid_max_input_size(min(max(value, MAX_INPUT_SIZE_MIN), MAX_INPUT_SIZE_MAX))
+    return valid_max_input_size(min(max(value, MAX_INPUT_SIZE_MIN), MAX_INPUT_SIZE_LIMIT))
 
 
 def valid_resolution_level(stored: object) -> int:

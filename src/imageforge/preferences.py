@@ -164,7 +164,7 @@ class ImageForgePreferences(bpy.types.AddonPreferences):
         name="Maximum AI Input Size",
         description="Longest image edge the models analyse, in steps of 256 px; lower it if memory runs out",
         min=choices.MAX_INPUT_SIZE_MIN,
-        max=choices.MAX_INPUT_SIZE_MAX,
+        max=choices.MAX_INPUT_SIZE_LIMIT,
         subtype="PIXEL",
         get=_get_max_input_size,
         set=_set_max_input_size,

@@ -44,7 +44,11 @@ class NormalMode(StrEnum):
     OBJECT = "object"
 
 
+# Limits the add-on's preferences offer and the server enforces: one home (choices.py imports them).
 MAX_INPUT_SIZE_DEFAULT = 2048
+MAX_INPUT_SIZE_LIMIT = 8192  # the longest edge any job analyses
+RESOLUTION_LEVEL_DEFAULT = 9
+RESOLUTION_LEVEL_MAX = 9  # MoGe-2's finest token budget
 INPAINT_INPUT_SIZE_DEFAULT = 1024  # LaMa is trained at 256² and holds up to about 2k; CPU cost grows with area
 
 # Fields shared by every inference job. Declared once; each job's dataclass lists them explicitly
@@ -68,7 +72,7 @@ def _device() -> Device:
 
 
 def _max_input_size() -> int:
-    return param(MAX_INPUT_SIZE_DEFAULT, doc=_SIZE_DOC, minimum=1, maximum=8192)
+    return param(MAX_INPUT_SIZE_DEFAULT, doc=_SIZE_DOC, minimum=1, maximum=MAX_INPUT_SIZE_LIMIT)
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,9 @@ class RefineImageSelectionParams:
 @dataclass(frozen=True)
 class DepthPlaneParams:
     input: str = param(doc="Path of a still image.", path=True)
-    resolution_level: int = param(9, doc="MoGe-2 detail level (token budget).", minimum=0, maximum=9)
+    resolution_level: int = param(
+        RESOLUTION_LEVEL_DEFAULT, doc="MoGe-2 detail level (token budget).", minimum=0, maximum=RESOLUTION_LEVEL_MAX
+    )
     model: str | None = param(None, doc=_MODEL_DOC)
     device: Device = _device()
     max_input_size: int = _max_input_size()
@@ -138,7 +144,9 @@ class CutoutParams:
     refine: bool = param(False, doc="Refine the selection with the background model first.")
     generate_depth: bool = param(False, doc="Also write depth for a displaced cutout.")
     normal_mode: NormalMode = param(NormalMode.NONE, doc="Normal map to write, if any.")
-    resolution_level: int = param(9, doc="MoGe-2 detail level.", minimum=0, maximum=9)
+    resolution_level: int = param(
+        RESOLUTION_LEVEL_DEFAULT, doc="MoGe-2 detail level.", minimum=0, maximum=RESOLUTION_LEVEL_MAX
+    )
     geometry_model: str | None = param(None, doc="Catalog key of the geometry model; null: default.")
     background_model: str | None = param(None, doc="Catalog key of the background model; null: default.")
     fill_behind: bool = param(
@@ -158,7 +166,7 @@ class InpaintImageParams:
     selection: Selection | None = param(None, doc="Region to fill, in image pixels (instead of a mask).")
     model: str | None = param(None, doc=_MODEL_DOC)
     device: Device = _device()
-    max_input_size: int = param(INPAINT_INPUT_SIZE_DEFAULT, doc=_SIZE_DOC, minimum=32, maximum=8192)
+    max_input_size: int = param(INPAINT_INPUT_SIZE_DEFAULT, doc=_SIZE_DOC, minimum=32, maximum=MAX_INPUT_SIZE_LIMIT)
 
 
 @dataclass(frozen=True)
