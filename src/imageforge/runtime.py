@@ -18,6 +18,7 @@ from typing import Any
 from blendjob import JobRuntime
 from blendjob.environment import uv_path
 
+from .client.blendjob_compat import pin_timer_callbacks, run_before_install
 from .client.environment import PACKAGE_ROOT
 from .client.runtime import make_runtime
 from .preferences import server_linger, storage_root
@@ -78,14 +79,8 @@ def _setup_controller_with_bundled_uv(runtime: JobRuntime):
 
     def setup_controller(target=None, **options):
         controller = create(target, **options)
-        install = controller.install
-
-        def install_with_bundled_uv() -> None:
-            # Only when installing: a cancelled setup must not leave an unrecognised folder behind.
-            seed_bundled_uv(controller.target)
-            install()
-
-        controller.install = install_with_bundled_uv
+        # Only when installing: a cancelled setup must not leave an unrecognised folder behind.
+        run_before_install(controller, lambda: seed_bundled_uv(controller.target))
         return controller
 
     return setup_controller
@@ -96,8 +91,7 @@ def register() -> None:
     _runtime = make_runtime(storage_root, post_setup=download_default_models_after_setup, linger=server_linger)
     # BlendJob compares timer callbacks by identity, but each attribute access builds a new bound method:
     # pin them once so unregister() really removes the timers (else they leak and bpy 4.5 hangs at exit).
-    _runtime._poll_server = _runtime._poll_server
-    _runtime._redraw_status_bars = _runtime._redraw_status_bars
+    pin_timer_callbacks(_runtime)
     _runtime.setup_controller = _setup_controller_with_bundled_uv(_runtime)
     _runtime.register()
 

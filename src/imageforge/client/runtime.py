@@ -10,6 +10,7 @@ from typing import Any
 from blendjob import JobResult, JobRuntime
 
 from ..contract import ImageForgeError
+from .blendjob_compat import result_from_status
 from .controller import ImageForgeRuntime
 from .environment import PACKAGE_ROOT, server_entrypoint, server_environment
 
@@ -73,7 +74,7 @@ def run_job(
             on_progress(status)
             state = status.get("state")
             if state == "succeeded":
-                result = JobResult._from_status(status)
+                result = result_from_status(status)
                 for name in result.value or {}:
                     result.file(name)  # rejects names outside the job folder and missing files
                 return result

@@ -12,6 +12,7 @@ from blendjob.server import JobContext
 
 from imageforge.contract.jobs import DownloadModelParams
 from imageforge.server.app import create_server
+from imageforge.server.blendjob_compat import job_status
 from imageforge.server.jobs.download_models import run_download_model
 from tests.kit.catalog import catalog_entry, write_catalog
 from tests.kit.hub import Blackhole
@@ -46,7 +47,7 @@ def server(root: Path, catalog):
 
 def finish(server, context, timeout: float = 20.0) -> dict:
     deadline = time.monotonic() + timeout
-    while (snapshot := context._snapshot())["state"] not in ("succeeded", "failed", "cancelled"):
+    while (snapshot := job_status(context))["state"] not in ("succeeded", "failed", "cancelled"):
         assert time.monotonic() < deadline, snapshot
         time.sleep(0.02)
     return snapshot

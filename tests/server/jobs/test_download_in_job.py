@@ -13,6 +13,7 @@ from PIL import Image
 
 from imageforge.contract import JOB_SPECS, JobId
 from imageforge.server.app import create_server
+from imageforge.server.blendjob_compat import job_status
 from imageforge.server.handler import make_handler
 from imageforge.server.jobs import JOB_RUNNERS
 from imageforge.server.jobs.image_job import RUN_START
@@ -28,7 +29,7 @@ class PublishedProgress(JobContext):
 
     def progress(self, progress: float, message: str) -> None:
         super().progress(progress, message)
-        status = self._snapshot()
+        status = job_status(self)
         self.published.append((status["progress"], status["message"]))
 
 

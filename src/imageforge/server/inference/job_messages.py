@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import provenance
+from ..blendjob_compat import published_fraction
 from .runner import Warn
 
 
@@ -27,5 +28,4 @@ def job_warner(context: Any) -> Warn:
 
 def current_fraction(context: Any) -> float:
     """The fraction the job last published (0 when the context cannot say), to report a new message at."""
-    snapshot = getattr(context, "_snapshot", None)  # BlendJob exposes the current fraction only here
-    return float(snapshot().get("progress", 0.0)) if callable(snapshot) else 0.0
+    return published_fraction(context)

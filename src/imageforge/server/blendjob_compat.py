@@ -1,0 +1,22 @@
+"""Every BlendJob private name the job server relies on, in one place (openspec/0016).
+
+tests/server/test_blendjob_compat.py fails when a BlendJob release changes the behaviour relied on here;
+tests/contract/test_blendjob_seam.py checks that no other server module names a BlendJob private.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def job_status(context: Any) -> dict[str, Any]:
+    """What the job last published (state, progress, message), as `/jobs/{id}` serves it; {} when the
+    context cannot say (a test's stand-in context). Missing hook: JobContext has no public read-back.
+    """
+    snapshot = getattr(context, "_snapshot", None)
+    return dict(snapshot()) if callable(snapshot) else {}
+
+
+def published_fraction(context: Any) -> float:
+    """The progress fraction the job last published (0 when the context cannot say)."""
+    return float(job_status(context).get("progress", 0.0))
