@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from .devices import Device
 from .parameters import Selection, param
@@ -199,7 +200,7 @@ class JobSpec:
     parameters: type
     results: dict[str, str]  # result key -> description of the file it names
 
-    def parse(self, raw: object):  # -> instance of self.parameters
+    def parse(self, raw: object) -> Any:  # an instance of self.parameters
         from .parameters import parse_parameters
 
         return parse_parameters(self.parameters, raw)

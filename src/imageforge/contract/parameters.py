@@ -12,13 +12,38 @@ import enum
 import math
 import types
 import typing
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from .errors import InputError
 from .selection_geometry import even_odd_area
 
 T = TypeVar("T")
 _MISSING = dataclasses.MISSING
+
+
+@overload
+def param(
+    default: T,
+    *,
+    doc: str,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    choices: tuple[Any, ...] | None = None,
+    max_length: int = 4096,
+    path: bool = False,
+) -> T: ...
+
+
+@overload
+def param(
+    *,
+    doc: str,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    choices: tuple[Any, ...] | None = None,
+    max_length: int = 4096,
+    path: bool = False,
+) -> Any: ...
 
 
 def param(
