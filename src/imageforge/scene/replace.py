@@ -12,7 +12,20 @@ from pathlib import Path
 import bpy
 import numpy as np
 
+from ..contract import ImageForgeError
 from .pixels import loaded_image, read_data_file, read_pixels, save_pixels
+
+
+class ResultSizeError(ImageForgeError):
+    """A result's pixels do not match the image they land on (it was resized while the job ran); the image is
+    left as it was."""
+
+
+def _size_error(what: str, shape: tuple[int, ...], image: bpy.types.Image) -> ResultSizeError:
+    return ResultSizeError(
+        f"The {what} is {shape[1]}×{shape[0]} but image '{image.name}' is {image.size[0]}×{image.size[1]} now; "
+        "run the tool again."
+    )
 
 
 def replace_from_file(image: bpy.types.Image, result: Path, *, pack: bool = True) -> None:
@@ -51,7 +64,9 @@ def multiply_alpha(image: bpy.types.Image, matte: np.ndarray, directory: Path, m
     it is true change.
     """
     pixels = read_pixels(image)
-    factor = _fit(matte, pixels)
+    if matte.shape != pixels.shape[:2]:
+        raise _size_error("matte", matte.shape, image)
+    factor = np.clip(matte, 0.0, 1.0).astype(np.float32)
     if mask is not None:
         factor = np.where(mask, factor, 1.0)
     _replace_with_pixels(image, pixels * factor[..., None], directory)
@@ -64,7 +79,7 @@ def replace_within(image: bpy.types.Image, replacement: np.ndarray, mask: np.nda
     """
     pixels = read_pixels(image)
     if replacement.shape != pixels.shape:
-        raise ValueError(f"The result is {replacement.shape[1]}×{replacement.shape[0]}, not the image's size")
+        raise _size_error("result", replacement.shape, image)
     _replace_with_pixels(image, np.where(mask[..., None], replacement, pixels), directory)
 
 
@@ -76,8 +91,7 @@ def _replace_with_pixels(image: bpy.types.Image, pixels: np.ndarray, directory: 
     into the image itself, so a file that cannot be written leaves the image as it was.
     """
     if pixels.shape[:2] != (image.size[1], image.size[0]):
-        size = f"{image.size[0]}×{image.size[1]}"
-        raise ValueError(f"The new pixels are {pixels.shape[1]}×{pixels.shape[0]}, image '{image.name}' is {size}.")
+        raise _size_error("result", pixels.shape, image)
     path = Path(directory) / f"landed-{_safe(image.name)}"
     landed = save_pixels(pixels, path, is_float=image.is_float, name=image.name)
     replace_from_file(image, landed)
@@ -90,9 +104,3 @@ def _safe(name: str) -> str:
 def matte_from_file(path: Path) -> np.ndarray:
     """A matte file (single-channel PNG or EXR) as (height, width) float32 in 0..1."""
     return read_data_file(path)[..., 0]
-
-
-def _fit(matte: np.ndarray, pixels: np.ndarray) -> np.ndarray:
-    if matte.shape != pixels.shape[:2]:
-        raise ValueError(f"The matte is {matte.shape[1]}×{matte.shape[0]}, not the image's size")
-    return np.clip(matte, 0.0, 1.0).astype(np.float32)
