@@ -1,7 +1,7 @@
 """The BlendJob behaviour client/blendjob_compat.py relies on: each test fails loudly when a release changes it.
 
 BlendJob is pinned exactly (pyproject.toml, server_environment.json); after bumping it, these tests say which
-workaround to revisit (openspec/0016). The real-Blender side of the timer pinning is
+workaround to revisit (openspec/0017). The real-Blender side of the timer pinning is
 tests/addon/test_registration.py (disabling the add-on removes both timers).
 """
 

@@ -1,5 +1,5 @@
 """BlendJob's private names stay behind one seam per process: client/blendjob_compat.py and
-server/blendjob_compat.py (openspec/0016). A private is a single-underscore name BlendJob defines (a
+server/blendjob_compat.py (openspec/0017). A private is a single-underscore name BlendJob defines (a
 module-level name, a method, or an attribute it sets on self); a module names one when it imports it, reads
 or calls it on an object, passes it to getattr/setattr/hasattr, overrides it in a subclass of a BlendJob
 class, or uses it through self in such a subclass without defining it itself.
@@ -137,7 +137,7 @@ def test_only_the_compatibility_modules_name_blendjob_privates():
             offenders[name] = sorted(extra)
     assert offenders == {}, (
         "BlendJob privates outside client/blendjob_compat.py and server/blendjob_compat.py: put the use there "
-        "(with a test in tests/client or tests/server/test_blendjob_compat.py), see openspec/0016"
+        "(with a test in tests/client or tests/server/test_blendjob_compat.py), see openspec/0017"
     )
 
 

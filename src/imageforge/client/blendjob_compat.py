@@ -1,4 +1,4 @@
-"""Every BlendJob private name the add-on and the CLI rely on, in one place (openspec/0016).
+"""Every BlendJob private name the add-on and the CLI rely on, in one place (openspec/0017).
 
 BlendJob (pinned in pyproject.toml and server_environment.json) lacks a public hook for each of these; the
 workaround lives here, and tests/client/test_blendjob_compat.py fails when a BlendJob release changes the

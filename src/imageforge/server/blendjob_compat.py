@@ -1,4 +1,4 @@
-"""Every BlendJob private name the job server relies on, in one place (openspec/0016).
+"""Every BlendJob private name the job server relies on, in one place (openspec/0017).
 
 tests/server/test_blendjob_compat.py fails when a BlendJob release changes the behaviour relied on here;
 tests/contract/test_blendjob_seam.py checks that no other server module names a BlendJob private.
