@@ -141,9 +141,20 @@ class Squatter:
             self.process.wait(timeout=10)
 
 
+def _others_can_enter(folder: Path) -> bool:
+    """Whether a user outside the owner and group can reach into `folder`: it and every folder above searchable."""
+    return all(each.stat().st_mode & 0o001 for each in (folder, *folder.parents))
+
+
 def other_user() -> tuple[int, str] | None:
-    """('nobody''s uid, a Python it can run) when the tests run as root, else None (the squatter runs as us)."""
-    if os.geteuid() != 0:
+    """('nobody''s uid, a Python it can run) when the tests run as root, else None (the squatter runs as us).
+
+    Also None when `nobody` could not read this checkout or reach the temporary folder (a clone inside a
+    0700 `mktemp -d` folder, as CI's clean-clone check makes): the squatter then runs as us, as for a non-root run.
+    """
+    here = Path(__file__).resolve()
+    readable = _others_can_enter(here.parent) and here.stat().st_mode & 0o004
+    if os.geteuid() != 0 or not (readable and _others_can_enter(Path(tempfile.gettempdir()))):
         return None
     import pwd
 
