@@ -268,3 +268,13 @@ def test_accelerator_requests_never_derive_a_copy(storage_root, ben2_fp16, fake_
     assert handle.device is Device.CPU and handle.graph == source  # the fallback: no minute-long detour
     assert read_record(source) is None
     models.close()
+
+
+def test_after_a_download_only_cpu_only_machines_prepare_the_copy(storage_root, ben2_fp16, fake_runtime):
+    source = file_path(storage_root, ben2_fp16, ben2_fp16.files[0])
+    with_gpu = ModelManager(storage_root, detect=lambda: fake_runtime("Linux", CUDA), threads=1)
+    assert with_gpu.prepare_for_cpu(ben2_fp16) is None and read_record(source) is None
+    cpu_only = ModelManager(storage_root, threads=1)
+    messages = []
+    assert cpu_only.prepare_for_cpu(ben2_fp16, progress=messages.append) == copy_path(source, sha(source))
+    assert messages == ["Preparing Kit Ben2 Fp16 for CPU (once)"]
