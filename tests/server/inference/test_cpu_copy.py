@@ -185,16 +185,40 @@ def test_copy_is_derived_once_beside_the_original_and_keyed_by_its_hash(tmp_path
 def test_a_copy_that_differs_from_the_original_is_rejected_and_deleted(tmp_path, monkeypatch):
     source = build_ben2_fp16(tmp_path / "model.onnx")
     other = build_ben2_fp16(tmp_path / "other.onnx", seed=99)  # same signature, other weights
-    real_convert = cpu_copy.convert
-    monkeypatch.setattr(cpu_copy, "convert", lambda data: real_convert(other.read_bytes()))
+
+    def wrong_rewrite(_source, target):
+        target.write_bytes(convert(other.read_bytes()).data)
+        return {"status": "converted", "fp16_tensors": 7, "removed_casts": 3, "restored_constants": 1}
+
+    monkeypatch.setattr(cpu_copy, "_rewrite", wrong_rewrite)
     digest = sha(source)
     assert cpu_graph(ort, source, digest, threads=1) == source
     record = read_record(source)
     assert record.status is CopyStatus.REJECTED and "differs" in record.reason
     assert not copy_path(source, digest).exists()
     assert json.loads(record_path(source).read_text())["status"] == "rejected"
-    monkeypatch.setattr(cpu_copy, "convert", lambda data: pytest.fail("a rejected file is not tried again"))
+    monkeypatch.setattr(cpu_copy, "_rewrite", lambda *_: pytest.fail("a rejected file is not tried again"))
     assert cpu_graph(ort, source, digest, threads=1) == source
+
+
+def test_large_files_are_rewritten_in_a_child_process(tmp_path, monkeypatch):
+    # the server's HTTP thread keeps the GIL while a child parses a BEN2-sized file
+    monkeypatch.setattr(cpu_copy, "IN_PROCESS_BYTES", 0)
+    monkeypatch.setattr(cpu_copy, "rewrite_file", lambda *_: pytest.fail("rewritten in the server process"))
+    source = build_ben2_fp16(tmp_path / "model.onnx")
+    assert cpu_graph(ort, source, sha(source), threads=1) == copy_path(source, sha(source))
+    assert read_record(source).removed_casts == 3
+
+
+@pytest.mark.parametrize("in_process", [True, False])
+def test_an_unreadable_file_is_rejected_with_the_reason(tmp_path, monkeypatch, in_process):
+    if not in_process:
+        monkeypatch.setattr(cpu_copy, "IN_PROCESS_BYTES", 0)
+    source = tmp_path / "model.onnx"
+    source.write_bytes(b"\xff" * 64)
+    assert cpu_graph(ort, source, sha(source), threads=1) == source
+    record = read_record(source)
+    assert record.status is CopyStatus.REJECTED and record.reason.startswith("the rewrite failed (")
 
 
 def test_fp32_models_are_recorded_as_not_needed(tmp_path):

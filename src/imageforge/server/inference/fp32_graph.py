@@ -18,9 +18,12 @@ file's only by the fp16 rounding the original did between nodes; cpu_copy.py ver
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -73,6 +76,38 @@ class Conversion:
     removed_casts: int
     kept_casts: int  # Cast nodes still in the top-level graph (between integer and float types, or untyped)
     restored_constants: int  # GELU constants given their exact float32 value back
+
+
+def rewrite_file(source: Path, target: Path) -> dict[str, Any]:
+    """Convert `source` and write the result to `target` atomically; returns what happened as plain data."""
+    try:
+        conversion = convert(source.read_bytes())
+    except UnsupportedModel as error:
+        return {"status": "unsupported", "reason": str(error)}
+    figures = {
+        "fp16_tensors": conversion.fp16_tensors,
+        "removed_casts": conversion.removed_casts,
+        "restored_constants": conversion.restored_constants,
+    }
+    if conversion.data is None:
+        return {"status": "not-needed", **figures}
+    temporary = target.with_name(f"{target.name}.{os.getpid()}.part")
+    try:
+        with temporary.open("wb") as stream:
+            stream.write(conversion.data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return {"status": "converted", **figures}
+
+
+def main(arguments: list[str]) -> None:
+    """`<source> <target>`: the child process cpu_copy.py runs (parsing a large model holds the GIL for
+    seconds, and the server must keep answering meanwhile). Prints rewrite_file's result as one JSON line."""
+    source, target = (Path(argument) for argument in arguments)
+    print(json.dumps(rewrite_file(source, target)))
 
 
 def fp16_weight_count(model: Any) -> int:
