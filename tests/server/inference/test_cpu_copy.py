@@ -154,6 +154,25 @@ def test_constant_nodes_and_dtype_attributes_are_upcast(tmp_path):
     np.testing.assert_array_equal(run(path, {"x": np.array([4.0, 3.0], np.float32)}), [1.0, 6.0])
 
 
+def test_fp16_inputs_keep_their_type_so_the_copy_takes_the_originals_feeds(tmp_path):
+    weight = numpy_helper.from_array(np.array([1.5, -2.0], np.float16), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2])], initializer=[weight],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    converted = onnx.load_from_string(convert(model.SerializeToString()).data)
+    onnx.checker.check_model(converted, full_check=True)
+    assert converted.graph.input[0].type.tensor_type.elem_type == TensorProto.FLOAT16
+    assert [node.op_type for node in converted.graph.node] == ["Cast", "Mul"]
+    path = tmp_path / "copy.onnx"
+    onnx.save(converted, path)
+    output = run(path, {"x": np.array([2.0, 3.0], np.float16)})
+    assert output.dtype == np.float32 and output.tolist() == [3.0, -6.0]
+
+
 # ---------------------------------------------------------------------------------------------- the cache
 
 

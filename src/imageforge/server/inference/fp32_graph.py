@@ -5,7 +5,8 @@ fusions (GELU, LayerNorm, bias-GELU), which match float32 patterns only, no long
 alone changes nothing, because the graph still computes in fp16. This rewrite makes the graph fp32 throughout:
 
 1. every fp16 initializer, constant tensor and attribute tensor becomes float32 (values upcast exactly);
-2. every fp16 type (graph inputs and outputs, value infos, Cast targets, `dtype` attributes) becomes float32;
+2. every fp16 type (graph outputs, value infos, Cast targets, `dtype` attributes) becomes float32; an fp16
+   graph input keeps its type and gets one Cast, so the copy takes the original's feeds;
 3. Cast nodes whose input is now already of their target type are dropped (an output Cast becomes Identity);
 4. scalar constants that are the fp16 rounding of GELU's constants (√2, 1/√2, √(2/π), 0.044715) get their
    exact float32 value back: ONNX Runtime recognises GELU only within a relative 1e-5 of those values, and
@@ -37,6 +38,7 @@ from .onnx_messages import (
     EXTERNAL,
     FLOAT,
     FLOAT16,
+    NodeProto,
     parse_model,
 )
 
@@ -122,10 +124,12 @@ def convert(data: bytes) -> Conversion:
     if count == 0:
         return Conversion(None, 0, 0, 0, 0)
     restored = sum(_upcast(tensor) for tensor in _tensors(model))
+    _widen_fp16_inputs(model.graph)
     for graph in _graphs(model):
         for node in graph.node:
             _retarget_attributes(node)
-        for value in (*graph.input, *graph.output, *graph.value_info):
+        inputs = [] if graph is model.graph else list(graph.input)  # the model's own inputs keep their types
+        for value in (*inputs, *graph.output, *graph.value_info):
             _retype(value.type)
     for function in model.functions:
         for node in function.node:
@@ -196,6 +200,22 @@ def _upcast(tensor: Any) -> bool:
     tensor.data_type = FLOAT
     tensor.raw_data = wide.tobytes()
     return restored
+
+
+def _widen_fp16_inputs(graph: Any) -> None:
+    """The copy takes exactly the feeds the original takes (an adapter sized its arrays from the original's
+    session, and a CPU fallback reruns the same feeds): an fp16 input stays fp16 and gets one Cast to float32."""
+    renamed = {}
+    for value in graph.input:
+        if value.type.HasField("tensor_type") and value.type.tensor_type.elem_type == FLOAT16:
+            renamed[value.name] = f"{value.name}.fp32"
+    if not renamed:
+        return
+    _rename_inputs(graph.node, renamed)
+    for index, (name, wide) in enumerate(renamed.items()):
+        cast = NodeProto(op_type="Cast", input=[name], output=[wide], name=f"{name}.to_fp32")
+        cast.attribute.add(name="to", type=ATTRIBUTE_INT, i=FLOAT)
+        graph.node.insert(index, cast)
 
 
 def _retarget_attributes(node: Any) -> None:
