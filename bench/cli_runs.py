@@ -86,16 +86,23 @@ def stop_server() -> None:
             return
 
 
-def imageforge_run(image: Path, environment: dict[str, str]) -> dict:
-    attached = server_pid() is not None
-    started = time.perf_counter()
-    completed = subprocess.run(
-        [str(IMAGEFORGE), "run", "remove-background", f"input={image}", f"model={KEY}"],
-        capture_output=True, text=True, env=environment, cwd=ROOT,
-    )  # fmt: skip
-    wall = time.perf_counter() - started
-    if completed.returncode != 0:
-        raise RuntimeError(f"imageforge run failed: {completed.stderr[-2000:]}")
+def imageforge_run(image: Path, environment: dict[str, str], *, attempts: int = 3) -> dict:
+    """One `imageforge run`; a run whose client lost the server (a 2 s request timeout on a machine loaded
+    far beyond its cores) is repeated, and the count of such failures is kept with the figures."""
+    for failures in range(attempts):
+        attached = server_pid() is not None
+        started = time.perf_counter()
+        completed = subprocess.run(
+            [str(IMAGEFORGE), "run", "remove-background", f"input={image}", f"model={KEY}"],
+            capture_output=True, text=True, env=environment, cwd=ROOT,
+        )  # fmt: skip
+        wall = time.perf_counter() - started
+        if completed.returncode == 0:
+            break
+        if "Unable to reach Job Server" not in completed.stderr or failures + 1 == attempts:
+            raise RuntimeError(f"imageforge run failed: {completed.stderr[-2000:]}")
+        print(f"(retrying: {completed.stderr.strip().splitlines()[-1]})", file=sys.stderr, flush=True)
+        stop_server()
     result = Path(json.loads(completed.stdout)["foreground"])
     log = (result.parent / "job.log").read_text(encoding="utf-8")
     timing = re.search(r"model ([\d.]+) s of ([\d.]+) s job time", log)
@@ -107,6 +114,7 @@ def imageforge_run(image: Path, environment: dict[str, str]) -> dict:
         "attached": attached,
         "lingering_after": server_pid() is not None,
         "threads": int(threads.group(1)) if threads else None,
+        "lost_server": failures,
     }
 
 
@@ -116,8 +124,9 @@ def rembg_run(image: Path) -> dict | None:
     output = RESULTS / "rembg-cli-output.png"
     extras = json.dumps({"model_path": str(MODEL)})
     started = time.perf_counter()
+    environment = {**os.environ, "REMBG_HOME": str(MODEL.parent)}  # rembg loads custom models from its home only
     subprocess.run([str(REMBG), "i", "-m", "ben_custom", "-x", extras, str(image), str(output)],
-                   check=True, capture_output=True, cwd=ROOT)  # fmt: skip
+                   check=True, capture_output=True, cwd=ROOT, env=environment)  # fmt: skip
     return {"wall_s": time.perf_counter() - started}
 
 

@@ -19,7 +19,8 @@ Writes into bench/models/ (git-ignored):
   with a sigmoid matte. BEN2's real decoder (MVANet) is not reproduced; the timing class is.
 - ben2-shaped-fp16.onnx: the same network and weights in fp16 throughout (float32 input cast inside,
   fp16 output), the precision layout of the published `onnx/model_fp16.onnx`; bench/fp16_cpu.py compares
-  it, its fp32 twin and the server's fp32 CPU copy of it. `--ben2-only` exports just these two.
+  it, its fp32 twin and the server's fp32 CPU copy of it. `--ben2-only` exports just these two,
+  `--upscalers-only` the other two.
 Weights are random: timings are real, outputs meaningless.
 """
 
@@ -163,4 +164,5 @@ if __name__ == "__main__":
     with torch.no_grad():
         if "--ben2-only" not in sys.argv:
             export_upscalers()
-        export_ben2()
+        if "--upscalers-only" not in sys.argv:
+            export_ben2()

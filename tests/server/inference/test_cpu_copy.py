@@ -154,6 +154,25 @@ def test_constant_nodes_and_dtype_attributes_are_upcast(tmp_path):
     np.testing.assert_array_equal(run(path, {"x": np.array([4.0, 3.0], np.float32)}), [1.0, 6.0])
 
 
+def test_fp16_inputs_keep_their_type_so_the_copy_takes_the_originals_feeds(tmp_path):
+    weight = numpy_helper.from_array(np.array([1.5, -2.0], np.float16), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2])], initializer=[weight],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    converted = onnx.load_from_string(convert(model.SerializeToString()).data)
+    onnx.checker.check_model(converted, full_check=True)
+    assert converted.graph.input[0].type.tensor_type.elem_type == TensorProto.FLOAT16
+    assert [node.op_type for node in converted.graph.node] == ["Cast", "Mul"]
+    path = tmp_path / "copy.onnx"
+    onnx.save(converted, path)
+    output = run(path, {"x": np.array([2.0, 3.0], np.float16)})
+    assert output.dtype == np.float32 and output.tolist() == [3.0, -6.0]
+
+
 # ---------------------------------------------------------------------------------------------- the cache
 
 
@@ -185,16 +204,40 @@ def test_copy_is_derived_once_beside_the_original_and_keyed_by_its_hash(tmp_path
 def test_a_copy_that_differs_from_the_original_is_rejected_and_deleted(tmp_path, monkeypatch):
     source = build_ben2_fp16(tmp_path / "model.onnx")
     other = build_ben2_fp16(tmp_path / "other.onnx", seed=99)  # same signature, other weights
-    real_convert = cpu_copy.convert
-    monkeypatch.setattr(cpu_copy, "convert", lambda data: real_convert(other.read_bytes()))
+
+    def wrong_rewrite(_source, target):
+        target.write_bytes(convert(other.read_bytes()).data)
+        return {"status": "converted", "fp16_tensors": 7, "removed_casts": 3, "restored_constants": 1}
+
+    monkeypatch.setattr(cpu_copy, "_rewrite", wrong_rewrite)
     digest = sha(source)
     assert cpu_graph(ort, source, digest, threads=1) == source
     record = read_record(source)
     assert record.status is CopyStatus.REJECTED and "differs" in record.reason
     assert not copy_path(source, digest).exists()
     assert json.loads(record_path(source).read_text())["status"] == "rejected"
-    monkeypatch.setattr(cpu_copy, "convert", lambda data: pytest.fail("a rejected file is not tried again"))
+    monkeypatch.setattr(cpu_copy, "_rewrite", lambda *_: pytest.fail("a rejected file is not tried again"))
     assert cpu_graph(ort, source, digest, threads=1) == source
+
+
+def test_large_files_are_rewritten_in_a_child_process(tmp_path, monkeypatch):
+    # the server's HTTP thread keeps the GIL while a child parses a BEN2-sized file
+    monkeypatch.setattr(cpu_copy, "IN_PROCESS_BYTES", 0)
+    monkeypatch.setattr(cpu_copy, "rewrite_file", lambda *_: pytest.fail("rewritten in the server process"))
+    source = build_ben2_fp16(tmp_path / "model.onnx")
+    assert cpu_graph(ort, source, sha(source), threads=1) == copy_path(source, sha(source))
+    assert read_record(source).removed_casts == 3
+
+
+@pytest.mark.parametrize("in_process", [True, False])
+def test_an_unreadable_file_is_rejected_with_the_reason(tmp_path, monkeypatch, in_process):
+    if not in_process:
+        monkeypatch.setattr(cpu_copy, "IN_PROCESS_BYTES", 0)
+    source = tmp_path / "model.onnx"
+    source.write_bytes(b"\xff" * 64)
+    assert cpu_graph(ort, source, sha(source), threads=1) == source
+    record = read_record(source)
+    assert record.status is CopyStatus.REJECTED and record.reason.startswith("the rewrite failed (")
 
 
 def test_fp32_models_are_recorded_as_not_needed(tmp_path):
@@ -268,3 +311,13 @@ def test_accelerator_requests_never_derive_a_copy(storage_root, ben2_fp16, fake_
     assert handle.device is Device.CPU and handle.graph == source  # the fallback: no minute-long detour
     assert read_record(source) is None
     models.close()
+
+
+def test_after_a_download_only_cpu_only_machines_prepare_the_copy(storage_root, ben2_fp16, fake_runtime):
+    source = file_path(storage_root, ben2_fp16, ben2_fp16.files[0])
+    with_gpu = ModelManager(storage_root, detect=lambda: fake_runtime("Linux", CUDA), threads=1)
+    assert with_gpu.prepare_for_cpu(ben2_fp16) is None and read_record(source) is None
+    cpu_only = ModelManager(storage_root, threads=1)
+    messages = []
+    assert cpu_only.prepare_for_cpu(ben2_fp16, progress=messages.append) == copy_path(source, sha(source))
+    assert messages == ["Preparing Kit Ben2 Fp16 for CPU (once)"]

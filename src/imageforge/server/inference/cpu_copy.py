@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -32,7 +34,7 @@ import numpy as np
 
 from ...contract import Device
 from .devices import PROVIDERS
-from .fp32_graph import UnsupportedModel, convert
+from .fp32_graph import UnsupportedModel, rewrite_file
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,7 @@ MAX_ABS_DIFF = 0.02  # × the original output's range
 MEAN_ABS_DIFF = 0.002  # × the original output's range
 SAMPLE_SIDE = 64  # symbolic spatial dimensions of the sample input; a symbolic first (batch) dimension is 1
 SAMPLE_SEED = 20240601
+IN_PROCESS_BYTES = 8 * 1024 * 1024  # larger files are rewritten in a child process (see _rewrite)
 
 
 class CopyStatus(StrEnum):
@@ -124,22 +127,16 @@ def derive(
     target = copy_path(source, sha256)
     _prune(source, keep=target)
     try:
-        conversion = convert(source.read_bytes())
-    except UnsupportedModel as error:
-        return _save(source, CopyRecord(sha256, CopyStatus.REJECTED, reason=str(error)))
-    except Exception as error:  # a file protobuf cannot read: ONNX Runtime will say what is wrong with it
-        log.warning("%s: no CPU copy (%r)", source.name, error)
-        return _save(source, CopyRecord(sha256, CopyStatus.REJECTED, reason=f"unreadable ({error})"))
-    if conversion.data is None:
+        rewrite = _rewrite(source, target)
+    except RuntimeError as error:  # a file protobuf cannot read: ONNX Runtime will say what is wrong with it
+        log.warning("%s: no CPU copy (%s)", source.name, error)
+        return _save(source, CopyRecord(sha256, CopyStatus.REJECTED, reason=f"the rewrite failed ({error})"))
+    if rewrite["status"] == "unsupported":
+        return _save(source, CopyRecord(sha256, CopyStatus.REJECTED, reason=rewrite["reason"]))
+    if rewrite["status"] == "not-needed":
         return _save(source, CopyRecord(sha256, CopyStatus.NOT_NEEDED))
     announce()
-    figures = {
-        "fp16_tensors": conversion.fp16_tensors,
-        "removed_casts": conversion.removed_casts,
-        "restored_constants": conversion.restored_constants,
-    }
-    _write_atomically(target, conversion.data)
-    del conversion
+    figures = {name: rewrite[name] for name in ("fp16_tensors", "removed_casts", "restored_constants")}
     try:
         original = _session(module, source, threads)
         sample = _sample(original)
@@ -195,6 +192,28 @@ def compare(expected: list[Any], actual: list[Any]) -> tuple[list[dict[str, Any]
         elif not problem and check["mean_abs_diff"] > MEAN_ABS_DIFF * span:
             problem = f"output {index} differs by {check['mean_abs_diff']:.4g} on average (range {span:.4g})"
     return checks, problem
+
+
+def _rewrite(source: Path, target: Path) -> dict[str, Any]:
+    """fp32_graph.rewrite_file, in a child process for a large model: protobuf holds the GIL while it parses
+    and serialises (seconds for BEN2), and the server's HTTP thread must keep answering the client meanwhile.
+    Small files (tens of milliseconds) are rewritten here."""
+    if source.stat().st_size <= IN_PROCESS_BYTES:
+        try:
+            return rewrite_file(source, target)
+        except Exception as error:  # as the child would report it
+            raise RuntimeError(str(error) or type(error).__name__) from error
+    package_parent = Path(__file__).resolve().parents[3]  # the folder that holds the `imageforge` package
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); "
+        "from imageforge.server.inference.fp32_graph import main; main(sys.argv[2:])"
+    )
+    command = [sys.executable, "-c", code, str(package_parent), str(source), str(target)]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    if completed.returncode != 0:
+        lines = completed.stderr.strip().splitlines() or [f"exit status {completed.returncode}"]
+        raise RuntimeError(lines[-1])
+    return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
 def _session(module: Any, path: Path, threads: int) -> Any:

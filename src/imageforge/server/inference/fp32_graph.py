@@ -5,7 +5,8 @@ fusions (GELU, LayerNorm, bias-GELU), which match float32 patterns only, no long
 alone changes nothing, because the graph still computes in fp16. This rewrite makes the graph fp32 throughout:
 
 1. every fp16 initializer, constant tensor and attribute tensor becomes float32 (values upcast exactly);
-2. every fp16 type (graph inputs and outputs, value infos, Cast targets, `dtype` attributes) becomes float32;
+2. every fp16 type (graph outputs, value infos, Cast targets, `dtype` attributes) becomes float32; an fp16
+   graph input keeps its type and gets one Cast, so the copy takes the original's feeds;
 3. Cast nodes whose input is now already of their target type are dropped (an output Cast becomes Identity);
 4. scalar constants that are the fp16 rounding of GELU's constants (√2, 1/√2, √(2/π), 0.044715) get their
    exact float32 value back: ONNX Runtime recognises GELU only within a relative 1e-5 of those values, and
@@ -18,9 +19,12 @@ file's only by the fp16 rounding the original did between nodes; cpu_copy.py ver
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,6 +38,7 @@ from .onnx_messages import (
     EXTERNAL,
     FLOAT,
     FLOAT16,
+    NodeProto,
     parse_model,
 )
 
@@ -75,6 +80,38 @@ class Conversion:
     restored_constants: int  # GELU constants given their exact float32 value back
 
 
+def rewrite_file(source: Path, target: Path) -> dict[str, Any]:
+    """Convert `source` and write the result to `target` atomically; returns what happened as plain data."""
+    try:
+        conversion = convert(source.read_bytes())
+    except UnsupportedModel as error:
+        return {"status": "unsupported", "reason": str(error)}
+    figures = {
+        "fp16_tensors": conversion.fp16_tensors,
+        "removed_casts": conversion.removed_casts,
+        "restored_constants": conversion.restored_constants,
+    }
+    if conversion.data is None:
+        return {"status": "not-needed", **figures}
+    temporary = target.with_name(f"{target.name}.{os.getpid()}.part")
+    try:
+        with temporary.open("wb") as stream:
+            stream.write(conversion.data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return {"status": "converted", **figures}
+
+
+def main(arguments: list[str]) -> None:
+    """`<source> <target>`: the child process cpu_copy.py runs (parsing a large model holds the GIL for
+    seconds, and the server must keep answering meanwhile). Prints rewrite_file's result as one JSON line."""
+    source, target = (Path(argument) for argument in arguments)
+    print(json.dumps(rewrite_file(source, target)))
+
+
 def fp16_weight_count(model: Any) -> int:
     """How many initializers and constant tensors of `model` (anywhere in it) are fp16."""
     return sum(tensor.data_type == FLOAT16 for tensor in _tensors(model))
@@ -87,10 +124,12 @@ def convert(data: bytes) -> Conversion:
     if count == 0:
         return Conversion(None, 0, 0, 0, 0)
     restored = sum(_upcast(tensor) for tensor in _tensors(model))
+    _widen_fp16_inputs(model.graph)
     for graph in _graphs(model):
         for node in graph.node:
             _retarget_attributes(node)
-        for value in (*graph.input, *graph.output, *graph.value_info):
+        inputs = [] if graph is model.graph else list(graph.input)  # the model's own inputs keep their types
+        for value in (*inputs, *graph.output, *graph.value_info):
             _retype(value.type)
     for function in model.functions:
         for node in function.node:
@@ -161,6 +200,22 @@ def _upcast(tensor: Any) -> bool:
     tensor.data_type = FLOAT
     tensor.raw_data = wide.tobytes()
     return restored
+
+
+def _widen_fp16_inputs(graph: Any) -> None:
+    """The copy takes exactly the feeds the original takes (an adapter sized its arrays from the original's
+    session, and a CPU fallback reruns the same feeds): an fp16 input stays fp16 and gets one Cast to float32."""
+    renamed = {}
+    for value in graph.input:
+        if value.type.HasField("tensor_type") and value.type.tensor_type.elem_type == FLOAT16:
+            renamed[value.name] = f"{value.name}.fp32"
+    if not renamed:
+        return
+    _rename_inputs(graph.node, renamed)
+    for index, (name, wide) in enumerate(renamed.items()):
+        cast = NodeProto(op_type="Cast", input=[name], output=[wide], name=f"{name}.to_fp32")
+        cast.attribute.add(name="to", type=ATTRIBUTE_INT, i=FLOAT)
+        graph.node.insert(index, cast)
 
 
 def _retarget_attributes(node: Any) -> None:

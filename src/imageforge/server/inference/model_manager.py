@@ -184,6 +184,14 @@ class ModelManager:
                     warn(message)
         return SessionHandle(entry.family, entry.key, Device(device), loaded, warn, reused=reused)
 
+    def prepare_for_cpu(self, entry: ModelEntry, *, progress: Callable[[str], None] | None = None) -> Path | None:
+        """After a download on a machine where only the CPU runs models: derive the fp32 copy of an fp16 file
+        now, while the user expects to wait, instead of in the first job. Returns the copy, or None."""
+        runtime = self.runtime
+        if any(device is not Device.CPU for device in runtime.devices):
+            return None  # accelerators run the fp16 original; a CPU fallback derives nothing either
+        return self._cpu_graph(runtime, entry, self._files(entry)[0], Device.CPU, self.threads, progress)
+
     def snapshot(self) -> dict[str, Any]:
         with self._state_lock:  # a job thread adds sessions and CPU pins meanwhile: copy both under the lock
             current = [(family, key, session, session.created) for family, (key, session) in self._loaded.items()]

@@ -3,7 +3,8 @@
 Every key is resolved before any byte is fetched, so a typo fails at once with the list of valid keys
 instead of after the first model's download. The source choice (hub or mirror) lives in the server's
 `downloads` resource so that it outlives the job; cancellation becomes BlendJob's `JobCancelled` and the
-job ends `cancelled` with the `.part` files kept for the next attempt.
+job ends `cancelled` with the `.part` files kept for the next attempt. On a machine where only the CPU runs
+models, fp16 models get their fp32 CPU copy right after the download (first CPU use would do it otherwise).
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from typing import Any
 
 from blendjob.server import JobCancelled
 
+from ...contract import ImageForgeError
 from ...contract.catalog import ModelEntry, load_catalog
 from ...contract.jobs import DownloadModelParams, DownloadRequiredModelsParams
 from ..downloads.failures import DownloadCancelled
 from ..downloads.install import ensure_models
 from ..downloads.sources import DownloadSources
+from ..inference import current_fraction
 from ..media import write_json
 
 MANIFEST = "manifest.json"
@@ -36,8 +39,28 @@ def _download(context: Any, keys: list[str] | None) -> dict[str, str]:
     catalog = load_catalog()
     entries = [catalog.get(key) for key in keys] if keys is not None else list(catalog.defaults)
     outcome = download_into_job(context, entries)
+    prepare_for_cpu(context, entries)
     write_json(Path(context.directory) / MANIFEST, {"models": outcome})
     return {"manifest": MANIFEST}
+
+
+def prepare_for_cpu(context: Any, entries: list[ModelEntry]) -> None:
+    """On a CPU-only machine, derive the fp32 CPU copy of each fp16 model now (inference/cpu_copy.py): setup is
+    where a wait is expected, the first job is not. A failure only moves that wait to the first job."""
+    try:
+        manager = context.resource("models")
+    except KeyError:  # a server built without the resource: first CPU use prepares the copy
+        return
+
+    def progress(message: str) -> None:
+        context.progress(current_fraction(context), message)
+
+    for entry in entries:
+        context.check_cancelled()
+        try:
+            manager.prepare_for_cpu(entry, progress=progress)
+        except ImageForgeError as error:  # ONNX Runtime missing, a file gone: the job that needs it will say so
+            context.log(f"No CPU copy of {entry.label} prepared: {error}")
 
 
 def download_into_job(
