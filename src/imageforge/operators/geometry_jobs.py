@@ -50,6 +50,12 @@ def subdivision_property(default: int) -> Any:
     )
 
 
+def refine_property() -> Any:
+    return bpy.props.BoolProperty(
+        name="Refine Edges", description="Refine the selection's edges with the background model", default=True
+    )
+
+
 class DepthTearing:
     """Removing the faces that would stretch across depth jumps (scene/depth_grid.py).
 
@@ -182,9 +188,7 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
     job_id = JobId.GENERATE_CUTOUT_ARTIFACTS
 
     selection: selection_property()
-    refine: bpy.props.BoolProperty(
-        name="Refine Edges", description="Refine the selection's edges with the background model", default=True
-    )
+    refine: refine_property()
     displace: bpy.props.BoolProperty(
         name="Displace by Depth", description="Shape the cutout by estimated depth instead of keeping it flat"
     )

@@ -32,6 +32,7 @@ from .geometry_jobs import (
     land_depth_plane,
     load_packed_image,
     read_depth,
+    refine_property,
     subdivision_property,
     torn_note,
 )
@@ -56,9 +57,7 @@ class IMAGEFORGE_OT_parallax_shot(DepthTearing, ImageTool, ImageForgeJobOperator
     job_id = JobId.GENERATE_CUTOUT_ARTIFACTS
 
     selection: selection_property()
-    refine: bpy.props.BoolProperty(
-        name="Refine Edges", description="Refine the selection's edges with the background model", default=True
-    )
+    refine: refine_property()
     subdivisions: subdivision_property(7)
     dolly: bpy.props.FloatProperty(
         name="Dolly",
