@@ -226,7 +226,10 @@ class ImageForgeServerController(ServerController):
             if self.process is None:
                 if starts >= 2:
                     raise RuntimeError(self.crash_message or f"Server did not start; log: {self.log_path_factory()}")
-                starts += self.start() is not None
+                if self.start() is not None:
+                    starts += 1
+                    if not isinstance(self.process, subprocess.Popen):
+                        continue  # attached to the folder's running server: it can answer at once
             time.sleep(0.05)
         raise RuntimeError(f"Server did not become ready; log: {self.log_path_factory()}")
 
