@@ -9,7 +9,7 @@ import pytest
 from blendjob import JobServer
 
 from imageforge.contract.server_clients import LEASE_SECONDS, LINGER_VARIABLE, ClientKind, linger_seconds
-from imageforge.server.clients import FIRST_CLIENT_SECONDS, ClientRegistry
+from imageforge.server.clients import FIRST_CLIENT_SECONDS, ClientRegistry, ServerClosingError
 
 
 class Clock:
@@ -101,6 +101,22 @@ def test_the_server_exits_after_the_linger_time_with_no_client_and_no_job(job_se
     clock.now += 0.2
     clients.tick()
     assert job_server.shutdown_event.is_set()
+
+
+def test_once_the_server_decided_to_exit_no_client_can_attach_to_it(job_server):
+    """The race of a client attaching just as the linger time ends: it must not get a lease on a server that
+    is exiting (its job would then fail with "stopped unexpectedly"); it is refused and starts a new server."""
+    clients, clock = registry(job_server, linger=2.0)
+    clients.detach(clients.attach(1, ClientKind.CLI).client_id)
+    clock.now += 2.1
+    clients.tick()
+    assert job_server.shutdown_event.is_set()
+    with pytest.raises(ServerClosingError, match="stopping"):
+        clients.attach(2, ClientKind.CLI)
+    assert clients.snapshot()["clients"] == []
+    clients.tick()  # and it stays decided
+    with pytest.raises(ServerClosingError):
+        clients.attach(3, ClientKind.BLENDER)
 
 
 def test_a_new_server_waits_for_its_first_client_longer_than_the_linger_time(job_server):

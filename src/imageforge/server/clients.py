@@ -30,6 +30,10 @@ FIRST_CLIENT_SECONDS = 60.0  # a new server waits at least this long for the cli
 CURRENT_CLIENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("imageforge_client", default=None)
 
 
+class ServerClosingError(RuntimeError):
+    """An attach that arrived after the server decided to exit: the client starts a new server instead."""
+
+
 @dataclass
 class AttachedClient:
     client_id: str
@@ -60,6 +64,7 @@ class ClientRegistry:
         self._idle_since = clock()
         self._stopped = threading.Event()
         self._ever_attached = False
+        self._closing = False  # decided to exit: attaching is refused from then on (never exit under a client)
         self.on_change: Callable[[], None] = lambda: None  # e.g. the thread rule (who is there decides)
 
     # -- what clients ask ------------------------------------------------------------------------------------
@@ -68,6 +73,8 @@ class ClientRegistry:
         now = self._clock()
         client = AttachedClient(secrets.token_hex(16), int(pid), ClientKind(kind), now, now)
         with self._lock:
+            if self._closing:
+                raise ServerClosingError("The job server is stopping (no client for its linger time).")
             self._clients[client.client_id] = client
             self._ever_attached = True
         log.warning("client attached: %s pid %s (%s)", client.kind.value, client.pid, client.client_id[:8])
@@ -136,7 +143,9 @@ class ClientRegistry:
                 return
             idle = now - self._idle_since
             linger = self.linger if self._ever_attached else max(self.linger, FIRST_CLIENT_SECONDS)
-        if idle >= linger:
+            if idle >= linger:
+                self._closing = True  # decided under the lock: no attach slips in between
+        if self._closing:
             log.warning("no client and no job for %.1f s (linger %.1f s): exiting", idle, linger)
             self.job_server.shutdown_event.set()
 

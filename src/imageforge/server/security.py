@@ -34,7 +34,7 @@ from ..contract.server_credentials import (
     ServerCredentials,
     read_credentials,
 )
-from .clients import CURRENT_CLIENT, ClientRegistry
+from .clients import CURRENT_CLIENT, ClientRegistry, ServerClosingError
 
 Scope = dict[str, Any]
 
@@ -70,6 +70,8 @@ def add_client_routes(app: Any, registry: ClientRegistry) -> None:
     def attach(payload: dict) -> dict:
         try:
             client = registry.attach(int(payload["pid"]), ClientKind(str(payload["kind"])))
+        except ServerClosingError as error:  # the client waits for this process to end and starts a new one
+            raise HTTPException(status_code=503, detail=str(error)) from error
         except (KeyError, TypeError, ValueError) as error:
             raise HTTPException(status_code=422, detail="Invalid client") from error
         return {"client_id": client.client_id, **registry.snapshot()}
