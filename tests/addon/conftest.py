@@ -47,7 +47,7 @@ def job_server(addon, tmp_path):
     from job_server import RecordingJobServer
     from scenes import empty_scene
 
-    from imageforge import runtime
+    from imageforge.addon import runtime
 
     empty_scene()
     active = runtime.get_runtime()

@@ -67,7 +67,7 @@ class RecordingJobServer:
 
 def run_job_operator(call: Callable[..., set[str]], **properties: Any) -> set[str]:
     """Run a job operator as Blender would, driving its modal timer by hand (modal never fires headless)."""
-    from imageforge import runtime
+    from imageforge.addon import runtime
 
     started = call("EXEC_DEFAULT", **properties)
     if started != {"RUNNING_MODAL"}:

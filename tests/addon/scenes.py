@@ -9,7 +9,7 @@ import bpy
 import numpy as np
 from result_files import write_exr, write_png_rgba
 
-from imageforge.scene.materials import new_node_material
+from imageforge.addon.scene.materials import new_node_material
 
 
 def empty_scene() -> None:

@@ -12,7 +12,7 @@ from job_server import run_job_operator
 from result_files import write_png_rgba
 from scenes import image_object, load_photo, photo_pixels, undo_steps
 
-from imageforge.scene.sequencer import span, top_strips
+from imageforge.addon.scene.sequencer import span, top_strips
 
 
 def upscale_producer(sizes: dict[str, tuple[int, int]], fail: str | None = None):
@@ -30,7 +30,7 @@ def upscale_producer(sizes: dict[str, tuple[int, int]], fail: str | None = None)
 
 def summary() -> str:
     """The batch's closing message: what the status bar and the report show."""
-    from imageforge import runtime
+    from imageforge.addon import runtime
 
     return runtime.get_runtime().message
 
@@ -92,7 +92,7 @@ def test_a_failing_texture_is_reported_and_the_batch_goes_on(job_server, texture
 
 
 def test_save_beside_writes_a_new_file_next_to_the_original_and_never_overwrites(job_server, textured, tmp_path):
-    from imageforge import preferences
+    from imageforge.addon import preferences
 
     preferences.get_preferences().texture_results = "SAVE_BESIDE"
     taken = tmp_path / "rock_2x.png"

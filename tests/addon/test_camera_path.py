@@ -180,8 +180,8 @@ def test_a_camera_path_that_is_not_valid_lands_nothing(job_server, clip, capfd):
 
 
 def test_inputs_sent_to_the_server(job_server, tmp_path):
+    from imageforge.addon.scene.video_source import job_input
     from imageforge.contract import InputError
-    from imageforge.scene.video_source import job_input
 
     for name in ("frame_0007.exr", "frame_0008.exr", "odd%name_0001.png", "photo.png", "take2.mov"):
         (tmp_path / name).write_bytes(b"")
@@ -203,8 +203,8 @@ def test_unusable_choices_are_refused_before_submitting(job_server, clip, tmp_pa
 
 
 def test_parse_errors_name_the_problem():
+    from imageforge.addon.scene.camera_path import parse_camera_path
     from imageforge.contract import InputError
-    from imageforge.scene.camera_path import parse_camera_path
 
     document = cameras_document()
     zero_focal = {**document["frames"][0], "intrinsics": {"fx": 0, "fy": 1, "cx": 0, "cy": 0}}
@@ -222,8 +222,8 @@ def test_parse_errors_name_the_problem():
 
 
 def test_tools_panel_greys_the_video_tool_out_until_a_video_is_chosen(job_server, tmp_path):
-    from imageforge.operators.availability import NO_VIDEO, video_reason
-    from imageforge.panels.tools import ToolsPanel
+    from imageforge.addon.operators.availability import NO_VIDEO, video_reason
+    from imageforge.addon.panels.tools import ToolsPanel
 
     scene = bpy.context.scene
     scene.active_clip = None

@@ -9,7 +9,7 @@ from job_server import run_job_operator
 from result_files import write_exr, write_json, write_png_rgb
 from scenes import image_object, load_photo, photo_pixels
 
-from imageforge.scene.depth_grid import TEAR_RATIO_DEFAULT, depth_grid
+from imageforge.addon.scene.depth_grid import TEAR_RATIO_DEFAULT, depth_grid
 
 WIDTH, HEIGHT = 32, 24
 FX = FY = 30.0

@@ -18,7 +18,7 @@ WARNING = "NVIDIA CUDA failed while running BEN2 Base (out of memory); running i
 @pytest.fixture
 def reports(monkeypatch):
     """Every report the ImageForge job operators make, in order, as (level, message); Blender still gets them."""
-    from imageforge.operators.base import ImageForgeJobOperator
+    from imageforge.addon.operators.base import ImageForgeJobOperator
 
     made: list[tuple[str, str]] = []
     original = ImageForgeJobOperator.report_outcome
@@ -50,7 +50,7 @@ def test_a_fallback_ends_the_operator_with_a_warning_report(job_server, tmp_path
     assert run_job_operator(bpy.ops.imageforge.remove_background) == {"FINISHED"}
     assert reports[-1] == ("WARNING", f"Ran on CPU: {WARNING}")
     assert [level for level, _ in reports] == ["INFO", "WARNING"]  # the result landed, then why it was slow
-    from imageforge import runtime
+    from imageforge.addon import runtime
 
     assert runtime.get_runtime().message.endswith(f"(Ran on CPU: {WARNING})")  # the status bar's last word
 
@@ -73,7 +73,7 @@ def models_resource(device_warnings: list[str]) -> dict:
 
 @pytest.fixture
 def server(addon, monkeypatch):
-    from imageforge import runtime
+    from imageforge.addon import runtime
 
     active = runtime.get_runtime()
     monkeypatch.setattr(active, "environment_ready", lambda root=None: True)
@@ -85,7 +85,7 @@ def server(addon, monkeypatch):
 def drawn_server_panel(server, snapshot):
     from recording import draw
 
-    from imageforge.panels.server import ServerPanel
+    from imageforge.addon.panels.server import ServerPanel
 
     server.server.snapshot = snapshot
     return draw(ServerPanel, bpy.context)

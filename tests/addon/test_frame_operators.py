@@ -15,7 +15,7 @@ from job_server import record_failures, run_job_operator
 from result_files import write_png_rgba
 from scenes import undo_steps
 
-from imageforge.scene.sequencer import content_start, span, top_strips, trim
+from imageforge.addon.scene.sequencer import content_start, span, top_strips, trim
 
 
 def write_frames(folder: Path, numbers, name: str = "shot") -> list[Path]:
@@ -169,7 +169,7 @@ def test_a_movie_without_audio_gets_no_sound_strip(job_server, sequencer, tmp_pa
 
 
 def test_an_image_editor_movie_becomes_a_sequence_image(job_server, tmp_path):
-    from imageforge.scene.frame_sources import SourceKind, find_frame_source, image_source
+    from imageforge.addon.scene.frame_sources import SourceKind, find_frame_source, image_source
 
     movie = render_movie(tmp_path, 3, audio=False)
     image = bpy.data.images.load(str(movie))
@@ -184,7 +184,7 @@ def test_an_image_editor_movie_becomes_a_sequence_image(job_server, tmp_path):
     )
     folder = tmp_path / "result"
     files = write_frames(folder, range(1, 4), name="frame")
-    from imageforge.scene.frame_results import land_frames
+    from imageforge.addon.scene.frame_results import land_frames
 
     name = land_frames(bpy.context.scene, source, files[0], "Cutout")
     landed = bpy.data.images[name]
@@ -195,8 +195,8 @@ def test_an_image_editor_movie_becomes_a_sequence_image(job_server, tmp_path):
 
 
 def test_a_movie_clip_becomes_a_sequence_clip(job_server, tmp_path):
-    from imageforge.scene.frame_results import land_frames
-    from imageforge.scene.frame_sources import clip_source
+    from imageforge.addon.scene.frame_results import land_frames
+    from imageforge.addon.scene.frame_sources import clip_source
 
     movie = render_movie(tmp_path, 3, audio=False)
     clip = bpy.data.movieclips.load(str(movie))

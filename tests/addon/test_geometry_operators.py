@@ -107,7 +107,7 @@ def test_depth_plane_mesh_camera_and_material_reproduce_the_photo(job_server, ph
     assert normal_map.space == "OBJECT"
     normal = normal_map.inputs["Color"].links[0].from_node.image
     assert normal.packed_file is not None and normal.colorspace_settings.is_data
-    from imageforge.scene.pixels import read_pixels
+    from imageforge.addon.scene.pixels import read_pixels
 
     assert np.allclose(read_pixels(normal)[..., :3], (0.5, 0.5, 1.0), atol=1 / 255)  # Blender's camera axes
 
@@ -117,7 +117,7 @@ def test_depth_plane_mesh_camera_and_material_reproduce_the_photo(job_server, ph
 
 
 def test_portrait_photos_fit_the_sensor_vertically():
-    from imageforge.scene.intrinsics import camera_fit, parse_metadata
+    from imageforge.addon.scene.intrinsics import camera_fit, parse_metadata
 
     metadata = {"image_size": [300, 600], "fx": 500, "fy": 500, "cx": 150, "cy": 330, "reference_depth": 2.0}
     fit = camera_fit(parse_metadata(metadata))
@@ -137,8 +137,8 @@ def test_portrait_photos_fit_the_sensor_vertically():
     ],
 )
 def test_depth_metadata_other_than_the_servers_layout_is_refused(metadata):
+    from imageforge.addon.scene.intrinsics import parse_metadata
     from imageforge.contract import InputError
-    from imageforge.scene.intrinsics import parse_metadata
 
     with pytest.raises(InputError, match=r"does not hold image_size \[w, h\], fx, fy, cx, cy and reference_depth"):
         parse_metadata(metadata)

@@ -19,7 +19,7 @@ BYTE = 1 / 255
 
 
 def pixels_of(name: str) -> np.ndarray:
-    from imageforge.scene.pixels import read_pixels
+    from imageforge.addon.scene.pixels import read_pixels
 
     return read_pixels(bpy.data.images[name])
 
@@ -100,7 +100,7 @@ def test_remove_background_multiplies_float_images_in_blender(job_server, tmp_pa
 def test_upscale_changes_the_size_and_exports_unsaved_images(job_server, tmp_path, capfd):
     image = bpy.data.images.new("Painted", 5, 3, alpha=True)  # generated: no file for the server to read
     painted = photo_pixels(5, 3, seed=4)
-    from imageforge.scene.pixels import write_pixels
+    from imageforge.addon.scene.pixels import write_pixels
 
     write_pixels(image, painted)
     image_object(image, "Painted Plane")
@@ -133,7 +133,7 @@ def test_upscale_changes_the_size_and_exports_unsaved_images(job_server, tmp_pat
 
 
 def test_upscale_target_size_follows_the_maximum_input_size():
-    from imageforge.operators.image_jobs import upscale_target
+    from imageforge.addon.operators.image_jobs import upscale_target
 
     assert upscale_target(1000, 500, 4, 2048) == (4000, 2000)
     assert upscale_target(4096, 2048, 2, 2048) == (4096, 2048)
@@ -141,8 +141,8 @@ def test_upscale_target_size_follows_the_maximum_input_size():
 
 
 def test_upscale_label_uses_the_contract_rounding_rule_the_server_uses():
+    from imageforge.addon.operators.image_jobs import upscale_target
     from imageforge.contract.sizes import fit_long_edge_size
-    from imageforge.operators.image_jobs import upscale_target
 
     rng = np.random.default_rng(11)
     for width, height in [(int(w), int(h)) for w, h in rng.integers(1, 20000, size=(500, 2))]:
@@ -209,7 +209,7 @@ def test_refine_selection_lands_the_soft_edge_the_server_grew_into(job_server, t
 
 
 def test_refined_region_is_the_selection_plus_the_matte_inside_the_servers_crop():
-    from imageforge.scene.selection import refined_region, selection_crop, selection_grow
+    from imageforge.addon.scene.selection import refined_region, selection_crop, selection_grow
 
     lasso = {"lasso": [[10, 10], [110, 10], [60, 70]]}
     assert selection_grow(lasso) == 5 and selection_grow({"box": [0, 0, 10, 10]}) == 2  # the server's rule
@@ -238,7 +238,7 @@ def test_a_failed_job_changes_nothing(job_server, photo, capfd):
     assert np.allclose(pixels_of("Photo"), photo, atol=BYTE)
     assert bpy.data.images["Photo"].packed_file is None
     assert undo_steps(capfd) == before
-    from imageforge import runtime
+    from imageforge.addon import runtime
 
     assert runtime.get_runtime().active_job is None
 
@@ -246,7 +246,7 @@ def test_a_failed_job_changes_nothing(job_server, photo, capfd):
 def test_an_input_blender_cannot_write_is_a_warning_and_leaves_no_temporary_folder(job_server, monkeypatch, capfd):
     image = bpy.data.images.new("Painted", 5, 3, alpha=True)  # generated: exported to a temporary folder
     image_object(image, "Painted Plane")
-    from imageforge.operators import base
+    from imageforge.addon.operators import base
 
     made, mkdtemp = [], tempfile.mkdtemp
 
@@ -269,7 +269,7 @@ def test_an_input_blender_cannot_write_is_a_warning_and_leaves_no_temporary_fold
 @pytest.mark.parametrize("generated", [False, True], ids=["file", "generated"])
 def test_an_unreadable_result_leaves_the_image_as_it_was(job_server, photo, capfd, monkeypatch, generated):
     if generated:  # painted pixels that exist nowhere but in Blender: lost if the image is pointed at a file
-        from imageforge.scene.pixels import write_pixels
+        from imageforge.addon.scene.pixels import write_pixels
 
         bpy.data.images.remove(bpy.data.images["Photo"])
         image = bpy.data.images.new("Photo", 8, 6, alpha=True)

@@ -29,7 +29,7 @@ def make_job(storage: Path, *, age_days: float, size: int = 1000, state: str = "
 @pytest.fixture
 def storage(job_server, tmp_path):
     """A storage root of its own, configured in the preferences, with the limits at their defaults."""
-    from imageforge import preferences
+    from imageforge.addon import preferences
 
     prefs = preferences.get_preferences()
     root = tmp_path / "storage"
@@ -69,7 +69,7 @@ def old_jobs(storage):
 
 
 def test_stopped_server_cleanup_deletes_old_folders_but_not_those_the_scene_uses(job_server, old_jobs):
-    from imageforge.operators import job_files
+    from imageforge.addon.operators import job_files
 
     job_server.snapshot = {"state": "STOPPED", "message": "Stopped"}
     assert job_files.cleanup_route() == (job_files.Route.DIRECT, None)
@@ -105,8 +105,8 @@ def test_running_idle_server_deletes_exactly_the_planned_jobs_through_blendjob(j
 
 
 def test_size_limit_deletes_the_oldest_beyond_it_and_protects_the_active_job(job_server, storage):
-    from imageforge import preferences
-    from imageforge.operators import job_files
+    from imageforge.addon import preferences
+    from imageforge.addon.operators import job_files
 
     prefs = preferences.get_preferences()
     assert (prefs.job_files_max_age_days, prefs.job_files_max_size_gb) == (30, 5.0)  # the documented defaults
@@ -125,8 +125,8 @@ def test_size_limit_deletes_the_oldest_beyond_it_and_protects_the_active_job(job
 
 
 def test_cleanup_is_disabled_with_the_reason_while_anything_runs(job_server, storage):
-    from imageforge import runtime
-    from imageforge.operators import availability, job_files
+    from imageforge.addon import runtime
+    from imageforge.addon.operators import availability, job_files
 
     for snapshot, reason in (
         ({"state": "BUSY"}, "The server is running a job; clean up job files when it is idle"),
@@ -166,7 +166,7 @@ def test_direct_cleanup_refuses_while_another_process_holds_the_storage_root(job
 
 
 def test_confirmation_lists_what_is_freed_and_what_is_kept(job_server, old_jobs):
-    from imageforge.operators import job_files
+    from imageforge.addon.operators import job_files
 
     job_server.snapshot = {"state": "STOPPED"}
     dialog = SimpleNamespace(_preview=job_files.cleanup_plan(), layout=RecordingLayout())
@@ -183,9 +183,9 @@ def test_confirmation_lists_what_is_freed_and_what_is_kept(job_server, old_jobs)
 
 
 def test_server_panel_shows_the_cached_summary_and_the_cleanup(job_server, storage, monkeypatch):
-    from imageforge import runtime
-    from imageforge.operators import job_files
-    from imageforge.panels.server import ServerPanel
+    from imageforge.addon import runtime
+    from imageforge.addon.operators import job_files
+    from imageforge.addon.panels.server import ServerPanel
 
     monkeypatch.setattr(runtime.get_runtime(), "environment_ready", lambda root=None: True)
     monkeypatch.setattr(job_files, "METER", job_files.JobUsageMeter(max_age=3600.0))
@@ -214,7 +214,7 @@ def test_server_panel_shows_the_cached_summary_and_the_cleanup(job_server, stora
 
 
 def test_referenced_paths_are_absolute_resolved_and_skip_packed_data(job_server, tmp_path):
-    from imageforge.scene.referenced_files import referenced_paths
+    from imageforge.addon.scene.referenced_files import referenced_paths
 
     folder = tmp_path / "renders"
     folder.mkdir()

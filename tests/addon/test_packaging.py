@@ -35,7 +35,14 @@ def test_the_zip_holds_the_add_on_server_and_contract_but_not_the_cli(built):
         names = set(archive.namelist())
         manifest = tomllib.loads(archive.read("blender_manifest.toml").decode())
         uv = archive.getinfo("tools/uv")
-    assert {"__init__.py", "registration.py", "server/__init__.py", "server/app.py", "contract/jobs.py"} <= names
+    assert {
+        "__init__.py",
+        "addon/registration.py",
+        "addon/operators/__init__.py",
+        "server/__init__.py",
+        "server/app.py",
+        "contract/jobs.py",
+    } <= names
     assert {"client/server_environment.json", "contract/models.json"} <= names
     assert "wheels/blendjob-0.1.24-py3-none-any.whl" in names
     assert not any(name.startswith("cli/") or "__pycache__" in name or name.endswith(".pyc") for name in names)
@@ -80,8 +87,16 @@ def test_the_built_zip_installs_and_enables_in_blender(built):
         assert folder.parent.name == "user_default"
         assert (folder / "server" / "__init__.py").is_file() and not (folder / "cli").exists()
         assert bpy.ops.imageforge.depth_plane.get_rna_type().bl_rna.identifier == "IMAGEFORGE_OT_depth_plane"
+        assert (folder / "addon" / "operators" / "__init__.py").is_file()
+        # Preferences are keyed by the extension's ROOT package, not by the addon/ subpackage that defines them:
+        # saved preferences and keymaps from before the add-on moved into addon/ still load.
+        preferences = sys.modules[f"{module}.addon.preferences"]
+        assert preferences.addon_package() == module
+        assert preferences.ImageForgePreferences.bl_idname == module
         assert bpy.context.preferences.addons[module].preferences.max_input_size == 2048
-        runtime = sys.modules[f"{module}.runtime"]
+        assert preferences.get_preferences().max_input_size == 2048
+        runtime = sys.modules[f"{module}.addon.runtime"]
+        assert f"{module}.client.model_setup" == runtime.DOWNLOADS_MODULE
         assert (runtime.BUNDLED_TOOLS / "uv").is_file()
         target = Path(os.environ["IMAGEFORGE_STORAGE_ROOT"]) / "seeded"
         target.mkdir(parents=True, exist_ok=True)

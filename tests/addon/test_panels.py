@@ -8,7 +8,7 @@ import bpy
 import pytest
 from recording import draw
 
-from imageforge.scene.materials import new_node_material
+from imageforge.addon.scene.materials import new_node_material
 
 
 def loaded(family: str, model: str, requested: str, device: str, provider: str) -> dict:
@@ -72,7 +72,7 @@ READY = {
 
 @pytest.fixture
 def server(addon, monkeypatch):
-    from imageforge import runtime
+    from imageforge.addon import runtime
 
     active = runtime.get_runtime()
     monkeypatch.setattr(active, "environment_ready", lambda root=None: True)
@@ -82,7 +82,7 @@ def server(addon, monkeypatch):
 
 
 def server_panel(server, snapshot):
-    from imageforge.panels.server import ServerPanel
+    from imageforge.addon.panels.server import ServerPanel
 
     server.server.snapshot = snapshot
     return draw(ServerPanel, bpy.context)
@@ -144,7 +144,7 @@ def test_server_panel_busy_shows_the_jobs_progress_and_disables_unload(server):
 
 @pytest.mark.parametrize(("source", "note"), [("mirror", True), ("hub", False)])
 def test_mirror_note_follows_the_download_sources_snapshot(server, source, note):
-    from imageforge.server_state import uses_mirror
+    from imageforge.addon.server_state import uses_mirror
 
     snapshot = {"state": "STOPPED", "resources": {"downloads": downloads_snapshot(source)}}
     assert uses_mirror(snapshot) is note
@@ -153,16 +153,16 @@ def test_mirror_note_follows_the_download_sources_snapshot(server, source, note)
 
 
 def test_loaded_models_show_the_device_that_really_runs_them(server):
-    from imageforge.server_state import LoadedModel, loaded_models
+    from imageforge.addon.server_state import LoadedModel, loaded_models
 
     assert loaded_models(READY) == [LoadedModel("background", "BEN2_BASE", "cpu")]  # cuda asked, cpu ran
     assert loaded_models({"resources": {"models": {"sessions": [{"key": "BEN2_BASE"}]}}}) == []
 
 
 def test_model_sizes_read_like_job_file_sizes(server, tmp_path):
-    from imageforge.choices import catalog
+    from imageforge.addon.choices import catalog
+    from imageforge.addon.panels.model_rows import model_rows
     from imageforge.client.job_usage import format_bytes
-    from imageforge.panels.model_rows import model_rows
 
     rows = model_rows(catalog(), tmp_path)
     sizes = {entry.key: entry.declared_size for entry in catalog().models}
@@ -183,8 +183,8 @@ def test_unload_is_disabled_while_this_blender_runs_a_task(server):
 
 
 def test_models_panel_lists_the_catalog_with_sizes_defaults_and_download(server, tmp_path):
-    from imageforge import preferences
-    from imageforge.panels.models import ModelsPanel
+    from imageforge.addon import preferences
+    from imageforge.addon.panels.models import ModelsPanel
 
     prefs = preferences.get_preferences()
     prefs.storage_root = str(tmp_path)
@@ -223,8 +223,8 @@ def image_object(name: str, width: int, height: int) -> bpy.types.Object:
 
 
 def test_tools_panel_greys_tools_out_without_an_image(server):
-    from imageforge.operators import availability
-    from imageforge.panels.tools import ToolsPanel
+    from imageforge.addon.operators import availability
+    from imageforge.addon.panels.tools import ToolsPanel
 
     server.server.snapshot = {"state": "READY"}
     bpy.context.view_layer.objects.active = None
@@ -238,8 +238,8 @@ def test_tools_panel_greys_tools_out_without_an_image(server):
 
 
 def test_tools_panel_with_an_image_texture_shows_upscale_sizes(server):
-    from imageforge import preferences
-    from imageforge.panels.tools import ToolsPanel
+    from imageforge.addon import preferences
+    from imageforge.addon.panels.tools import ToolsPanel
 
     server.server.snapshot = {"state": "READY"}
     image_object("Panel Photo", 3000, 1000).select_set(True)  # selected: its texture can be batch-upscaled
@@ -256,8 +256,8 @@ def test_tools_panel_with_an_image_texture_shows_upscale_sizes(server):
 
 
 def test_tools_are_unavailable_until_the_server_is_set_up(server):
-    from imageforge.operators import availability
-    from imageforge.panels.tools import ToolsPanel
+    from imageforge.addon.operators import availability
+    from imageforge.addon.panels.tools import ToolsPanel
 
     image_object("Unset Photo", 8, 8)
     server.server.snapshot = {"state": "UNAVAILABLE"}
@@ -269,7 +269,7 @@ def test_tools_are_unavailable_until_the_server_is_set_up(server):
 
 
 def test_image_editor_and_empty_images_are_found(server):
-    from imageforge.scene.active_image import ImageOrigin, find_active_image
+    from imageforge.addon.scene.active_image import ImageOrigin, find_active_image
 
     image = bpy.data.images.new("Editor Photo", 4, 4)
     found = find_active_image(SimpleNamespace(space_data=SimpleNamespace(type="IMAGE_EDITOR", image=image)))

@@ -13,7 +13,7 @@ from result_files import write_exr, write_json, write_png_gray16, write_png_rgb,
 from scenes import image_object, load_photo, photo_pixels, undo_steps
 from test_depth_tearing import CARD, FAR, FX, FY, HEIGHT, NEAR, WIDTH, produce_two_layers, two_layers
 
-from imageforge.scene.pixels import read_pixels
+from imageforge.addon.scene.pixels import read_pixels
 
 PHOTO = (64, 48)  # twice the depth map
 BOX = [16, 12, 40, 36]  # the card in photo pixels (depth columns 8–19, rows 6–17)

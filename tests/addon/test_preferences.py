@@ -12,7 +12,7 @@ import pytest
 
 @pytest.fixture
 def prefs(addon, monkeypatch):
-    from imageforge import preferences, runtime
+    from imageforge.addon import preferences, runtime
 
     monkeypatch.setattr(preferences, "_last_offered", [])
     server = runtime.get_runtime().server
@@ -22,7 +22,7 @@ def prefs(addon, monkeypatch):
 
 
 def report_devices(snapshot_devices):
-    from imageforge import runtime
+    from imageforge.addon import runtime
 
     runtime.get_runtime().server.snapshot = {
         "state": "READY",
@@ -40,7 +40,7 @@ def report_devices(snapshot_devices):
     ],
 )
 def test_device_fallback_list_before_setup_per_platform(prefs, monkeypatch, platform, expected, default):
-    from imageforge import choices, preferences
+    from imageforge.addon import choices, preferences
 
     monkeypatch.setattr(choices, "current_platform", lambda: platform)
     assert [device.value for device in preferences.available_devices()] == expected
@@ -49,7 +49,7 @@ def test_device_fallback_list_before_setup_per_platform(prefs, monkeypatch, plat
 
 
 def test_device_list_comes_from_the_server_and_is_remembered(prefs, monkeypatch):
-    from imageforge import choices, preferences, runtime
+    from imageforge.addon import choices, preferences, runtime
 
     monkeypatch.setattr(choices, "current_platform", lambda: "linux")
     prefs.device = "cuda"
@@ -66,7 +66,7 @@ def test_device_list_comes_from_the_server_and_is_remembered(prefs, monkeypatch)
 
 
 def test_macos_lists_cpu_first_even_when_the_server_lists_coreml_first(prefs, monkeypatch):
-    from imageforge import choices, preferences
+    from imageforge.addon import choices, preferences
 
     monkeypatch.setattr(choices, "current_platform", lambda: "macos")
     report_devices(["coreml", "cpu"])
@@ -75,7 +75,7 @@ def test_macos_lists_cpu_first_even_when_the_server_lists_coreml_first(prefs, mo
 
 
 def test_malformed_snapshots_fall_back_to_the_platform_list(prefs, monkeypatch):
-    from imageforge import choices, preferences, runtime
+    from imageforge.addon import choices, preferences, runtime
 
     monkeypatch.setattr(choices, "current_platform", lambda: "windows")
     for snapshot in ({"resources": "nonsense"}, {"resources": {"models": {"devices": "cpu"}}}, None, []):
@@ -84,7 +84,7 @@ def test_malformed_snapshots_fall_back_to_the_platform_list(prefs, monkeypatch):
 
 
 def test_invalid_stored_values_fall_back_to_defaults(prefs, monkeypatch):
-    from imageforge import choices, preferences
+    from imageforge.addon import choices, preferences
     from imageforge.contract.catalog import Family
 
     monkeypatch.setattr(choices, "current_platform", lambda: "linux")
@@ -99,7 +99,7 @@ def test_invalid_stored_values_fall_back_to_defaults(prefs, monkeypatch):
 
 
 def test_sizes_snap_to_256_and_models_per_family(prefs):
-    from imageforge import preferences
+    from imageforge.addon import preferences
     from imageforge.contract.catalog import Family
 
     prefs.max_input_size = 1000
@@ -117,7 +117,7 @@ def test_sizes_snap_to_256_and_models_per_family(prefs):
 
 
 def test_storage_root_default_and_saved_location(prefs, tmp_path):
-    from imageforge import preferences, runtime
+    from imageforge.addon import preferences, runtime
 
     assert preferences.storage_root() == Path(os.environ["IMAGEFORGE_STORAGE_ROOT"])
     runtime.get_runtime().storage_root(tmp_path / "moved")  # what BlendJob's migrate flow calls to save
@@ -138,7 +138,7 @@ def test_preferences_survive_save_and_reload(prefs):
         prefs.model_upscale = "REALESRGAN_GENERAL_X4V3"
         assert bpy.ops.wm.read_userpref() == {"FINISHED"}  # unregisters the add-on's classes
         addon_utils.enable("imageforge", default_set=True)
-        from imageforge import preferences
+        from imageforge.addon import preferences
 
         reloaded = preferences.get_preferences()
         assert (reloaded.max_input_size, reloaded.model_upscale) == (1536, "REALESRGAN_X4PLUS")

@@ -40,13 +40,13 @@ def test_register_and_unregister_twice_leave_nothing_behind():
             enabled["classes"]
         )
         assert enabled["menus"] == {
-            "IMAGE_MT_image": ["imageforge.operators.menus"],
-            "VIEW3D_MT_object_context_menu": ["imageforge.operators.menus"],
-            "SEQUENCER_MT_context_menu": ["imageforge.operators.menus"],
+            "IMAGE_MT_image": ["imageforge.addon.operators.menus"],
+            "VIEW3D_MT_object_context_menu": ["imageforge.addon.operators.menus"],
+            "SEQUENCER_MT_context_menu": ["imageforge.addon.operators.menus"],
             "STATUSBAR_HT_header": ["blendjob.runtime"],
         }
-        from imageforge import runtime
-        from imageforge.operators import base
+        from imageforge.addon import runtime
+        from imageforge.addon.operators import base
 
         active = runtime.get_runtime()
         assert base.ImageForgeJobOperator.job_runtime is active
@@ -62,8 +62,8 @@ def test_register_and_unregister_twice_leave_nothing_behind():
 
 
 def test_job_operators_show_in_search_and_poll_fast():
-    from imageforge.operators import CLASSES
-    from imageforge.operators.base import JOB_POLL_INTERVAL, ImageForgeJobOperator
+    from imageforge.addon.operators import CLASSES
+    from imageforge.addon.operators.base import JOB_POLL_INTERVAL, ImageForgeJobOperator
 
     job_operators = [cls for cls in CLASSES if issubclass(cls, ImageForgeJobOperator)]
     assert len(job_operators) == 12
@@ -73,12 +73,13 @@ def test_job_operators_show_in_search_and_poll_fast():
 
 
 def test_preferences_defaults_and_storage_root(addon, tmp_path):
-    from imageforge import preferences
+    from imageforge.addon import preferences, runtime
 
+    assert preferences.ImageForgePreferences.bl_idname == addon.__name__ == "imageforge"  # the root package
     prefs = preferences.get_preferences()
     assert prefs.device == "auto"
     assert prefs.max_input_size == 2048
     assert preferences.storage_root() == __import__("pathlib").Path(__import__("os").environ["IMAGEFORGE_STORAGE_ROOT"])
     prefs.storage_root = str(tmp_path)
     assert preferences.storage_root() == tmp_path.resolve()
-    assert addon.runtime.get_runtime().storage_root() == tmp_path.resolve()
+    assert runtime.get_runtime().storage_root() == tmp_path.resolve()

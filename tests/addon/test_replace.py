@@ -6,9 +6,9 @@ import bpy
 import numpy as np
 import pytest
 
+from imageforge.addon.scene.pixels import read_pixels
+from imageforge.addon.scene.replace import ResultSizeError, multiply_alpha, replace_within
 from imageforge.contract import ImageForgeError
-from imageforge.scene.pixels import read_pixels
-from imageforge.scene.replace import ResultSizeError, multiply_alpha, replace_within
 
 
 @pytest.fixture

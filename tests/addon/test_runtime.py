@@ -12,7 +12,7 @@ from blendjob.maintenance import SetupController
 
 
 def test_runtime_uses_the_post_setup_hook_and_pinned_timers(addon):
-    from imageforge import runtime
+    from imageforge.addon import runtime
 
     rt = runtime.get_runtime()
     assert rt.post_setup is runtime.download_default_models_after_setup
@@ -22,14 +22,14 @@ def test_runtime_uses_the_post_setup_hook_and_pinned_timers(addon):
 
 
 def test_post_setup_hook_is_the_clients_model_download(addon):
-    from imageforge import runtime
+    from imageforge.addon import runtime
     from imageforge.client import model_setup
 
     assert getattr(model_setup, runtime.DOWNLOAD_FUNCTION) is model_setup.download_required_models
 
 
 def test_post_setup_hook_calls_the_client_download_function_when_it_exists(addon, monkeypatch):
-    from imageforge import runtime
+    from imageforge.addon import runtime
 
     calls = []
     module = types.ModuleType(runtime.DOWNLOADS_MODULE)
@@ -43,7 +43,7 @@ def test_post_setup_hook_calls_the_client_download_function_when_it_exists(addon
 
 
 def test_setup_seeds_the_bundled_uv_only_when_installing(addon, monkeypatch, tmp_path):
-    from imageforge import runtime
+    from imageforge.addon import runtime
 
     tools = tmp_path / "extension" / "tools"
     tools.mkdir(parents=True)

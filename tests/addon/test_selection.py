@@ -12,7 +12,7 @@ from scenes import empty_scene
 
 
 def test_view_and_pixel_coordinates_flip_y_once():
-    from imageforge.scene.selection import pixel_to_view, view_to_pixel
+    from imageforge.addon.scene.selection import pixel_to_view, view_to_pixel
 
     assert view_to_pixel(0.0, 1.0, 640, 480) == (0.0, 0.0)  # the top-left corner
     assert view_to_pixel(0.25, 0.25, 640, 480) == (160.0, 360.0)
@@ -20,14 +20,14 @@ def test_view_and_pixel_coordinates_flip_y_once():
 
 
 def test_box_is_ordered_clipped_and_refused_when_tiny():
-    from imageforge.scene.selection import box_selection
+    from imageforge.addon.scene.selection import box_selection
 
     assert box_selection((50, 80), (-10, 20), 100, 60) == {"box": [0.0, 20.0, 50.0, 60.0]}
     assert box_selection((10, 10), (10.5, 40), 100, 60) is None
 
 
 def test_lasso_is_thinned_clipped_and_needs_an_area():
-    from imageforge.scene.selection import lasso_selection
+    from imageforge.addon.scene.selection import lasso_selection
 
     dense = [(10 + 0.1 * i, 10) for i in range(100)] + [(20, 30), (-5, 30)]
     lasso = lasso_selection(dense, 100, 100)["lasso"]
@@ -37,7 +37,7 @@ def test_lasso_is_thinned_clipped_and_needs_an_area():
 
 
 def test_masks_select_pixel_centres_inside():
-    from imageforge.scene.selection import selection_mask
+    from imageforge.addon.scene.selection import selection_mask
 
     box = selection_mask({"box": [2, 1, 6, 4]}, 8, 6)
     assert box.sum() == 12 and box[1:4, 2:6].all()
@@ -49,7 +49,7 @@ def test_masks_select_pixel_centres_inside():
 
 
 def test_image_empty_uv_follows_size_offset_and_aspect():
-    from imageforge.scene.selection import empty_uv
+    from imageforge.addon.scene.selection import empty_uv
 
     offset = (-0.5, -0.5)  # Blender's default: centred
     assert empty_uv((0.0, 0.0), 2.0, offset, 400, 200) == pytest.approx((0.5, 0.5))
@@ -59,7 +59,7 @@ def test_image_empty_uv_follows_size_offset_and_aspect():
 
 
 def test_picking_on_an_image_empty_and_on_a_textured_mesh(addon):
-    from imageforge.operators.draw_selection import pixel_on_empty, pixel_on_mesh
+    from imageforge.addon.operators.draw_selection import pixel_on_empty, pixel_on_mesh
 
     empty_scene()
     image = bpy.data.images.new("Plane Photo", 400, 200)
@@ -86,7 +86,7 @@ def test_picking_on_an_image_empty_and_on_a_textured_mesh(addon):
 
 
 def test_depth_grid_faces_point_at_the_camera_and_portrait_segments():
-    from imageforge.scene.depth_grid import depth_grid, grid_segments
+    from imageforge.addon.scene.depth_grid import depth_grid, grid_segments
 
     assert grid_segments(480, 640, 5) == (24, 32)
     assert grid_segments(10, 5, 10) == (9, 4)  # never more segments than pixels
@@ -102,7 +102,7 @@ def test_depth_grid_faces_point_at_the_camera_and_portrait_segments():
 
 
 def test_a_figure_eight_lasso_is_kept():
-    from imageforge.scene.selection import lasso_selection
+    from imageforge.addon.scene.selection import lasso_selection
 
     eight = [(10, 10), (50, 50), (50, 10), (10, 50)]
     assert lasso_selection(eight, 100, 100, spacing=0.0) == {

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from mathutils import Matrix
 
-from imageforge.operators.draw_selection import OUTLINE_COLOUR, OUTLINE_WIDTH, draw_outline, outline_points
+from imageforge.addon.operators.draw_selection import OUTLINE_COLOUR, OUTLINE_WIDTH, draw_outline, outline_points
 
 SIZE = 64
 

@@ -20,7 +20,7 @@ def stop_invoke(active):
 
 
 def test_stop_asks_first_when_another_client_is_attached_and_not_otherwise(job_server):
-    from imageforge import runtime
+    from imageforge.addon import runtime
 
     invoke = stop_invoke(runtime.get_runtime())
     executed: list[bool] = []

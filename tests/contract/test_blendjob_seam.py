@@ -28,7 +28,7 @@ ALLOWED_FOR_NOW = {
     # the server's client leases: BlendJob's process liveness check
     "server/clients.py": {"_process_exists"},
     # the batch operator chains jobs by overriding JobOperatorBase's finishing and progress hooks
-    "operators/batch.py": {
+    "addon/operators/batch.py": {
         "_close",
         "_finish_failure",
         "_finish_success",

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from imageforge import choices
+from imageforge.addon import choices
 from imageforge.contract import JOB_SPECS, InputError, JobId
 
 

@@ -174,7 +174,7 @@ class Driver:
             "folder": str(folder),
             "seconds": round(time.monotonic() - started, 3),
         }
-        self.runtime = sys.modules[f"{MODULE}.runtime"].get_runtime()
+        self.runtime = sys.modules[f"{MODULE}.addon.runtime"].get_runtime()
         self.retirement = sys.modules[f"{MODULE}.client.retirement"]
         preferences = bpy.context.preferences.addons[MODULE].preferences
         preferences.storage_root = self.spec["storage_root"]  # the Storage Root preference, not the variable
@@ -309,7 +309,7 @@ class Driver:
         ops, jobs = bpy.ops.imageforge, self.report["jobs"]
         scene = bpy.context.scene
         editor = scene.sequence_editor_create()
-        sequencer = importlib.import_module(f"{MODULE}.scene.sequencer")  # the version-proof strip timing
+        sequencer = importlib.import_module(f"{MODULE}.addon.scene.sequencer")  # the version-proof strip timing
         strips = editor.strips
         strip = strips.new_movie("Take", self.spec["movie"], 1, 5)
         sequencer.trim(strip, 1, 0)  # scene frames 6.. show the movie from its second frame

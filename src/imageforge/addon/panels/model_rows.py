@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..client.job_usage import format_bytes
-from ..contract.catalog import Catalog, Family, ModelEntry
+from ...client.job_usage import format_bytes
+from ...contract.catalog import Catalog, Family, ModelEntry
 
 
 @dataclass(frozen=True)

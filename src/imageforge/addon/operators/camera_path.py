@@ -14,9 +14,9 @@ import bpy
 from blendjob import JobResult
 from mathutils import Matrix
 
+from ...contract import InputError, JobId
+from ...contract.catalog import Family
 from .. import preferences
-from ..contract import InputError, JobId
-from ..contract.catalog import Family
 from ..scene.animation import keyframe_matrices
 from ..scene.camera_path import read_camera_path
 from ..scene.intrinsics import camera_fit

@@ -6,8 +6,8 @@ import textwrap
 
 import bpy
 
+from ...client.job_usage import format_bytes
 from .. import runtime
-from ..client.job_usage import format_bytes
 from ..operators import job_files
 from ..preferences import storage_root
 from ..server_state import JobProgress, ServerState, server_state

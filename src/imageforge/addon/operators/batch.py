@@ -20,7 +20,7 @@ from typing import Any
 import bpy
 from blendjob import JobResult
 
-from ..contract import ImageForgeError, job_spec
+from ...contract import ImageForgeError, job_spec
 from .base import ImageForgeJobOperator
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import bpy
 
-from ..contract import InputError
+from ...contract import InputError
 from . import sequencer
 from .frame_sources import FrameSource, SourceKind
 

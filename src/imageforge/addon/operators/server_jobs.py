@@ -7,9 +7,9 @@ from typing import Any
 import bpy
 from blendjob import JobResult
 
+from ...contract import InputError, JobId
 from .. import runtime
 from ..choices import catalog
-from ..contract import InputError, JobId
 from ..server_state import ServerState, server_state
 from .base import ImageForgeJobOperator
 

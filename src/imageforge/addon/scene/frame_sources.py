@@ -19,7 +19,7 @@ from pathlib import Path
 
 import bpy
 
-from ..contract import InputError
+from ...contract import InputError
 from . import sequencer
 from .video_source import NUMBERED, job_input
 

@@ -18,13 +18,14 @@ from typing import Any
 from blendjob import JobRuntime
 from blendjob.environment import uv_path
 
-from .client.blendjob_compat import pin_timer_callbacks, run_before_install
-from .client.environment import PACKAGE_ROOT
-from .client.runtime import make_runtime
+from ..client.blendjob_compat import pin_timer_callbacks, run_before_install
+from ..client.environment import PACKAGE_ROOT
+from ..client.runtime import make_runtime
+from . import EXTENSION_PACKAGE
 from .preferences import server_linger, storage_root
 
 BUNDLED_TOOLS = PACKAGE_ROOT / "tools"  # the platform build puts uv[.exe] here (cli/build.py)
-DOWNLOADS_MODULE = f"{__package__}.client.model_setup"
+DOWNLOADS_MODULE = f"{EXTENSION_PACKAGE}.client.model_setup"
 DOWNLOAD_FUNCTION = "download_required_models"
 
 _runtime: JobRuntime | None = None

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..contract import InputError
+from ...contract import InputError
 
 SENSOR_SIZE_MM = 36.0
 

@@ -15,10 +15,10 @@ import bpy
 from blendjob import JobResult
 from mathutils import Matrix
 
+from ...contract import InputError, JobId
+from ...contract.catalog import Family
+from ...contract.jobs import NormalMode
 from .. import preferences
-from ..contract import InputError, JobId
-from ..contract.catalog import Family
-from ..contract.jobs import NormalMode
 from ..scene.animation import keyframe_matrices
 from ..scene.intrinsics import read_metadata
 from ..scene.materials import normal_image, photo_material

@@ -13,18 +13,20 @@ from pathlib import Path
 
 import bpy
 
-from . import choices
-from .client.environment import default_storage_root
-from .contract import Device
-from .contract.catalog import Family
-from .contract.jobs import MAX_INPUT_SIZE_DEFAULT
-from .contract.server_clients import DEFAULT_LINGER_SECONDS, linger_seconds
+from ..client.environment import default_storage_root
+from ..contract import Device
+from ..contract.catalog import Family
+from ..contract.jobs import MAX_INPUT_SIZE_DEFAULT
+from ..contract.server_clients import DEFAULT_LINGER_SECONDS, linger_seconds
+from . import EXTENSION_PACKAGE, choices
 from .server_state import offered_devices
 
 
 def addon_package() -> str:
-    """The add-on's module name: `imageforge` from source, `bl_ext.<repo>.imageforge` when installed."""
-    return __package__
+    """The name Blender keys the extension's preferences by: the extension's ROOT package (`imageforge` from
+    source, `bl_ext.<repo>.imageforge` when installed), not this `addon` subpackage, so that preferences
+    saved before the add-on moved into addon/ still load."""
+    return EXTENSION_PACKAGE
 
 
 def get_preferences(context: bpy.types.Context | None = None) -> ImageForgePreferences | None:

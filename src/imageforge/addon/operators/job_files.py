@@ -19,9 +19,9 @@ from typing import Any
 import bpy
 from blendjob.storage import StorageLock
 
+from ...client.job_usage import JobUsageMeter, format_bytes
+from ...client.retention import RetentionPlan, RetentionPolicy, delete_folders, plan_retention, scan_job_folders
 from .. import preferences, runtime
-from ..client.job_usage import JobUsageMeter, format_bytes
-from ..client.retention import RetentionPlan, RetentionPolicy, delete_folders, plan_retention, scan_job_folders
 from ..scene.referenced_files import referenced_paths
 from ..server_state import ServerState, server_state
 from .availability import task_reason

@@ -10,10 +10,10 @@ import numpy as np
 from blendjob import JobResult
 from mathutils import Matrix, Vector
 
+from ...contract import InputError, JobId
+from ...contract.catalog import Family
+from ...contract.jobs import NormalMode
 from .. import preferences
-from ..contract import InputError, JobId
-from ..contract.catalog import Family
-from ..contract.jobs import NormalMode
 from ..scene.background_plane import (
     SUBDIVISIONS,
     depth_planes_of,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..contract.selection_geometry import analysed_crop, even_odd_area, grow_pixels
+from ...contract.selection_geometry import analysed_crop, even_odd_area, grow_pixels
 
 Point = tuple[float, float]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from .contract import Device
+from ..contract import Device
 
 
 class ServerState(StrEnum):

@@ -14,10 +14,10 @@ from typing import Any
 import bpy
 from blendjob import JobResult
 
+from ...contract import JobId
+from ...contract.catalog import Family
+from ...contract.jobs import OutputKind, SequenceOutput
 from .. import preferences
-from ..contract import JobId
-from ..contract.catalog import Family
-from ..contract.jobs import OutputKind, SequenceOutput
 from ..scene.frame_results import land_frames
 from ..scene.frame_sources import NO_FRAMES, FrameRange, FrameSource, find_frame_source, frame_source_datablock
 from .availability import server_reason

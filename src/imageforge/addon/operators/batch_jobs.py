@@ -11,10 +11,10 @@ from typing import Any
 import bpy
 from blendjob import JobResult
 
+from ...contract import InputError, JobId
+from ...contract.catalog import Family
+from ...contract.jobs import OutputKind, SequenceOutput
 from .. import preferences
-from ..contract import InputError, JobId
-from ..contract.catalog import Family
-from ..contract.jobs import OutputKind, SequenceOutput
 from ..scene import sequencer
 from ..scene.active_image import image_problem, job_input_path
 from ..scene.frame_results import land_frames

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..contract import InputError
+from ...contract import InputError
 from .intrinsics import Intrinsics
 
 OPENCV_TO_BLENDER = np.diag([1.0, -1.0, -1.0, 1.0])  # F: its own inverse

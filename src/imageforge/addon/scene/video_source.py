@@ -18,7 +18,7 @@ from pathlib import Path
 
 import bpy
 
-from ..contract import InputError
+from ...contract import InputError
 
 NUMBERED = re.compile(r"^(.*?)(\d+)(\.[A-Za-z0-9]+)$")  # the last digits before the extension
 PLACEHOLDERS = ("#", "%")  # a name holding these already cannot be turned into an unambiguous pattern

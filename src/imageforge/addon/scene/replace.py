@@ -12,7 +12,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from ..contract import ImageForgeError
+from ...contract import ImageForgeError
 from .pixels import loaded_image, read_data_file, read_pixels, save_pixels
 
 

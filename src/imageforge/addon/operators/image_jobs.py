@@ -8,12 +8,12 @@ from typing import Any
 import bpy
 from blendjob import JobResult
 
+from ...contract import InputError, JobId
+from ...contract.catalog import Family
+from ...contract.jobs import OutputKind
+from ...contract.parameters import Selection
+from ...contract.sizes import fit_long_edge_size
 from .. import preferences
-from ..contract import InputError, JobId
-from ..contract.catalog import Family
-from ..contract.jobs import OutputKind
-from ..contract.parameters import Selection
-from ..contract.sizes import fit_long_edge_size
 from ..scene.active_image import find_active_image, image_problem, job_input_path
 from ..scene.pixels import read_data_file
 from ..scene.replace import matte_from_file, multiply_alpha, replace_from_file, replace_within

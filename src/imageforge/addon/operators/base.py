@@ -30,9 +30,9 @@ import bpy
 from blendjob import JobResult, JobRuntime
 from blendjob.operator import JobOperatorBase
 
+from ...contract import ImageForgeError, job_spec
+from ...contract.provenance import Provenance
 from .. import preferences
-from ..contract import ImageForgeError, job_spec
-from ..contract.provenance import Provenance
 from .availability import server_reason
 
 JOB_POLL_INTERVAL = 0.05  # a status request is a few ms; BlendJob's 0.25 s made every job wait

@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .contract import Device, ModelUnavailableError
-from .contract.catalog import Catalog, Family, load_catalog
-from .contract.jobs import MAX_INPUT_SIZE_DEFAULT, MAX_INPUT_SIZE_LIMIT, RESOLUTION_LEVEL_DEFAULT, RESOLUTION_LEVEL_MAX
+from ..contract import Device, ModelUnavailableError
+from ..contract.catalog import Catalog, Family, load_catalog
+from ..contract.jobs import MAX_INPUT_SIZE_DEFAULT, MAX_INPUT_SIZE_LIMIT, RESOLUTION_LEVEL_DEFAULT, RESOLUTION_LEVEL_MAX
 
 # The preference's own steps inside the contract's range (the server accepts any size from 1 px).
 MAX_INPUT_SIZE_MIN = 256
