@@ -133,7 +133,7 @@ def rembg_run(image: Path) -> dict | None:
 def tile_work(size: int, tile_size: int = 256) -> float:
     """The work `tile_size` costs an upscaler with the default margin and blend, as the adapter plans it."""
     from imageforge.server.models.upscale import DEFAULT_BLEND, DEFAULT_MARGIN
-    from imageforge.server.tiling import plan_tiles
+    from imageforge.server.upscaling.tiling import plan_tiles
 
     return plan_tiles(size, size, core=tile_size, margin=DEFAULT_MARGIN, blend=DEFAULT_BLEND).work_ratio
 

@@ -200,7 +200,7 @@ def run_pure_case(model: str, shapes: list[list[int]], threads: int) -> None:
 def upscale_shapes(width: int, height: int, core: int, frames: int = 1) -> list[list[int]]:
     """The input shape of every run the job made: the upscaler's tiles (cores of `core` px with context)."""
     from imageforge.server.models.upscale import DEFAULT_BLEND, DEFAULT_MARGIN
-    from imageforge.server.tiling import plan_tiles
+    from imageforge.server.upscaling.tiling import plan_tiles
 
     grid = plan_tiles(height, width, core=core, margin=DEFAULT_MARGIN, blend=DEFAULT_BLEND)
     return [[1, 3, row.size, column.size] for row in grid.rows for column in grid.columns] * frames

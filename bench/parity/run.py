@@ -240,7 +240,7 @@ def parity_upscale(work: Path) -> list[dict]:
     link_model(work / "storage", "PARITY_X4V3", work / "model.onnx")
     server = Server(work / "storage", [entry("PARITY_X4V3", "upscale", "upscale", scale=4)])
     from imageforge.server.models.upscale import DEFAULT_BLEND, DEFAULT_MARGIN
-    from imageforge.server.tiling import plan_tiles
+    from imageforge.server.upscaling.tiling import plan_tiles
 
     figures = []
     try:

@@ -432,7 +432,7 @@ def test_an_image_texture_of_a_selected_object_is_upscaled_in_place(run, inputs)
     assert (image["name"], image["size"], image["packed"], job["same_datablock"]) == ("Texture", [128, 128], True, True)
     source = (inputs["square"] / 255).astype(np.float32).transpose(2, 0, 1)[None]
     four = np.clip(upscaler_reference(source, receptive_radius=2)[0].transpose(1, 2, 0), 0, 1)
-    halved = np.stack(  # 2× is the model's 4×, then halved with Pillow's Lanczos (server/halving.py)
+    halved = np.stack(  # 2× is the model's 4×, then halved with Pillow's Lanczos (server/upscaling/halving.py)
         [np.asarray(PILImage.fromarray(four[..., c], mode="F").resize((128, 128), PILImage.LANCZOS)) for c in range(3)],
         axis=-1,
     )

@@ -11,7 +11,7 @@ from PIL import Image as PILImage
 from imageforge.contract import InputError
 from imageforge.contract.catalog import Family
 from imageforge.server.models.upscale import UpscaleAdapter, automatic_core
-from imageforge.server.tiling import plan_tiles
+from imageforge.server.upscaling.tiling import plan_tiles
 from tests.kit.onnx_models import build_upscaler, upscaler_reference
 
 from .conftest import kit_entry

@@ -3,8 +3,8 @@
 - Tensor names, dtypes and the batch dimension are read from the session. Declared output shapes are not
   trusted (legacy exports label them with the input's symbols): the scale is the catalog entry's `scale`
   option, else measured once on a small probe, and every output is checked against it.
-- Large images run as overlapping tiles blended with feathered weights (server/tiling.py), so there are
-  no seams, and the output is streamed in row bands to a sink: no float copy of the whole output exists.
+- Large images run as overlapping tiles blended with feathered weights (server/upscaling/tiling.py), so
+  there are no seams, and the output is streamed in row bands to a sink: no float copy of the whole output exists.
 - Tile size: `tile_size` is the core each run keeps; the model's context (`tile_margin`, its receptive
   radius, plus half of `tile_blend`) is added around it. Automatic (0): the whole image in one run when
   its activations fit a memory budget, else the largest core whose runs fit it; cores split each axis
@@ -15,7 +15,8 @@
   into transparency), unless it is fully opaque, which costs nothing. The model's three output channels are
   clamped to [0, 1] and turned back into one with 0.299 R + 0.587 G + 0.114 B, as Real-ESRGAN's own code does
   (its output clamp, then OpenCV's BGR2GRAY).
-- Scale 2 with a 4× model: the 4× rows are halved with Lanczos-3 as they are finished (halving.py).
+- Scale 2 with a 4× model: the 4× rows are halved with Lanczos-3 as they are finished
+  (server/upscaling/halving.py).
 - Outputs are clamped to [0, 1]; the arena is shrunk only after the job's last tile (`last_frame`).
 """
 
@@ -29,9 +30,9 @@ import numpy as np
 
 from ...contract import Device, InputError, ModelUnavailableError
 from ...contract.catalog import Family, ModelEntry
-from ..halving import BandHalver
 from ..inference import SessionHandle
-from ..tiling import TileGrid, context_pixels, plan_tiles, run_tiled
+from ..upscaling.halving import BandHalver
+from ..upscaling.tiling import TileGrid, context_pixels, plan_tiles, run_tiled
 from .base import Adapter
 
 Sink = Callable[[int, np.ndarray], None]  # (first output row, clamped float32 rows [h, W, C])

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from PIL import Image as PILImage
 
-from imageforge.server import halving
-from imageforge.server.halving import BandHalver, halving_taps
+from imageforge.server.upscaling import halving
+from imageforge.server.upscaling.halving import BandHalver, halving_taps
 
 
 def pillow_half(image: np.ndarray) -> np.ndarray:

@@ -7,7 +7,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from imageforge.server.tiling import Span, axis_weight, plan_tiles, run_tiled
+from imageforge.server.upscaling.tiling import Span, axis_weight, plan_tiles, run_tiled
 from tests.kit.onnx_models import build_upscaler
 
 
