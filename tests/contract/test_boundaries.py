@@ -108,3 +108,47 @@ def test_package_init_does_not_import_bpy():
 def test_the_package_root_holds_only_the_extension_entry_point():
     assert [path.name for path in PACKAGE.glob("*.py")] == ["__init__.py"]
     assert {"addon", "cli", "client", "contract", "server"} <= {path.name for path in PACKAGE.iterdir()}
+
+
+def import_cycles(package: Path) -> list[list[str]]:
+    """Groups of modules that import each other, directly or around a loop (function-level imports count).
+
+    Imports of a package's __init__ are left out: server/__init__.py is BlendJob's entrypoint and imports the
+    app by design, and an __init__ that re-exports its submodules is not a loop between two concerns."""
+    files = {_module_name(path): path for path in package.rglob("*.py")}
+    graph = {
+        module: {name for name in imported_names(path) if name in files and files[name].name != "__init__.py"}
+        for module, path in files.items()
+    }
+    cycles, done = [], set()
+    for start in sorted(graph):
+        reachable = _reachable(graph, start)
+        if start in reachable and start not in done:
+            group = sorted(name for name in reachable if start in _reachable(graph, name))
+            done.update(group)
+            cycles.append(group)
+    return cycles
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, frontier = set(), [start]
+    while frontier:
+        for name in graph[frontier.pop()] - seen:
+            seen.add(name)
+            frontier.append(name)
+    return seen
+
+
+def test_no_module_imports_itself_around_a_loop():
+    assert import_cycles(PACKAGE) == []
+
+
+def test_a_cycle_hidden_in_a_function_is_still_a_cycle(tmp_path, monkeypatch):
+    folder = tmp_path / "imageforge" / "media"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("")
+    (folder / "image.py").write_text("def resized():\n    from .resample import resize_image\n")
+    (folder / "resample.py").write_text("from .image import Image\n")
+    (folder / "writers.py").write_text("from .image import Image\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "imageforge")
+    assert import_cycles(tmp_path / "imageforge") == [["imageforge.media.image", "imageforge.media.resample"]]

@@ -19,6 +19,7 @@ from ..contract.catalog import Family
 from ..contract.jobs import MAX_INPUT_SIZE_DEFAULT
 from ..contract.server_clients import DEFAULT_LINGER_SECONDS, linger_seconds
 from . import EXTENSION_PACKAGE, choices
+from .runtime import server_snapshot
 from .server_state import offered_devices
 
 
@@ -56,8 +57,6 @@ _last_offered: list[list[Device]] = []  # what the server last reported, kept wh
 
 def available_devices() -> list[Device]:
     """Device choices, default first: from the running server, else what it last said, else the platform."""
-    from .runtime import server_snapshot  # the runtime imports this module
-
     offered = offered_devices(server_snapshot())
     if offered is not None:
         _last_offered[:] = [offered]

@@ -17,7 +17,7 @@ CLASSES: tuple[type, ...] = (preferences.ImageForgePreferences, *operators.CLASS
 
 
 def register() -> None:
-    runtime.register()
+    runtime.register(preferences.storage_root, preferences.server_linger)
     base.bind(runtime.get_runtime())
     for cls in CLASSES:
         bpy.utils.register_class(cls)

@@ -12,6 +12,7 @@ import importlib.util
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,6 @@ from ..client.blendjob_compat import pin_timer_callbacks, run_before_install
 from ..client.environment import PACKAGE_ROOT
 from ..client.runtime import make_runtime
 from . import EXTENSION_PACKAGE
-from .preferences import server_linger, storage_root
 
 BUNDLED_TOOLS = PACKAGE_ROOT / "tools"  # the platform build puts uv[.exe] here (cli/build.py)
 DOWNLOADS_MODULE = f"{EXTENSION_PACKAGE}.client.model_setup"
@@ -87,9 +87,12 @@ def _setup_controller_with_bundled_uv(runtime: JobRuntime):
     return setup_controller
 
 
-def register() -> None:
+def register(storage_root: Callable[..., Path], linger: Callable[[], float]) -> None:
+    """Create the runtime. `storage_root` and `linger` are the preferences' readers (preferences.py), passed in
+    by registration.py so that this module does not import the preferences, which read the server's devices
+    from here (server_snapshot())."""
     global _runtime
-    _runtime = make_runtime(storage_root, post_setup=download_default_models_after_setup, linger=server_linger)
+    _runtime = make_runtime(storage_root, post_setup=download_default_models_after_setup, linger=linger)
     # BlendJob compares timer callbacks by identity, but each attribute access builds a new bound method:
     # pin them once so unregister() really removes the timers (else they leak and bpy 4.5 hangs at exit).
     pin_timer_callbacks(_runtime)

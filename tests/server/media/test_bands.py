@@ -104,5 +104,5 @@ def test_resizing_straight_alpha_premultiplies_each_channel_as_the_whole_image_w
     new_alpha = np.clip(whole[..., 3:4], 0.0, 1.0)
     rgb = np.where(new_alpha > 1e-6, whole[..., :3] / np.where(new_alpha > 1e-6, new_alpha, 1.0), 0.0)
     expected = np.clip(np.concatenate([rgb, new_alpha], axis=2), 0.0, 1.0)
-    resized = Image(pixels, SampleKind.UINT8).resized((12, 9))
+    resized = resample.resize_image(Image(pixels, SampleKind.UINT8), (12, 9))
     np.testing.assert_array_equal(resized.pixels, expected.astype(np.float32))

@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from imageforge.server.media import AlphaMode, Image, SampleKind, fit_long_edge_size, from_integers, to_integers
+from imageforge.server.media import (
+    AlphaMode,
+    Image,
+    SampleKind,
+    fit_long_edge,
+    fit_long_edge_size,
+    from_integers,
+    resize_image,
+    to_integers,
+)
 
 
 def test_integer_round_trip_is_exact_for_every_16_bit_value():
@@ -36,12 +45,12 @@ def test_fit_long_edge_keeps_source_size_kind_and_flat_colour():
     pixels = np.empty((40, 60, 3), np.float32)
     pixels[...] = (0.2, 0.4, 0.6)
     image = Image(pixels, SampleKind.UINT16)
-    small = image.fit_long_edge(30)
+    small = fit_long_edge(image, 30)
     assert small.size == (30, 20) and small.source_size == (60, 40)
     assert small.sample_kind is SampleKind.UINT16
     np.testing.assert_allclose(small.pixels, 0.2 * np.array([1, 2, 3]) * np.ones((20, 30, 1)), atol=1e-5)
-    assert image.fit_long_edge(60) is image  # never upscales, never copies
-    back = small.resized(small.source_size)
+    assert fit_long_edge(image, 60) is image  # never upscales, never copies
+    back = resize_image(small, small.source_size)
     assert back.size == (60, 40)
 
 
@@ -50,7 +59,7 @@ def test_resize_is_alpha_aware_no_fringe_from_transparent_colour():
     pixels = np.zeros((8, 8, 4), np.float32)
     pixels[:, :4] = (1.0, 0.0, 0.0, 1.0)  # opaque red
     pixels[:, 4:] = (0.0, 1.0, 0.0, 0.0)  # fully transparent "green"
-    shrunk = Image(pixels, SampleKind.UINT8).resized((3, 3))
+    shrunk = resize_image(Image(pixels, SampleKind.UINT8), (3, 3))
     edge = shrunk.pixels[:, 1]
     assert 0.2 < edge[0, 3] < 0.8  # partially covered
     assert np.all(edge[:, 1] < 0.02), edge  # no green
@@ -60,7 +69,7 @@ def test_resize_is_alpha_aware_no_fringe_from_transparent_colour():
 def test_resize_keeps_float_range_for_hdr():
     pixels = np.full((10, 10, 3), 25.0, np.float32)
     pixels[0, 0] = -1.0
-    image = Image(pixels, SampleKind.FLOAT).resized((5, 5))
+    image = resize_image(Image(pixels, SampleKind.FLOAT), (5, 5))
     assert image.pixels.max() > 24.0 and image.pixels.min() < 25.0  # not clipped to [0, 1]
 
 

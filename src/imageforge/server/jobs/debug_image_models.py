@@ -18,6 +18,7 @@ import numpy as np
 
 from ...contract.catalog import Family
 from ...contract.jobs import DebugParams
+from ..media import fit_long_edge
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels
 from ..models.upscale import UpscaleAdapter
@@ -52,7 +53,7 @@ def run_debug_ben2(context: Any, params: DebugParams) -> dict[str, str]:
 
 def run_debug_upscale(context: Any, params: DebugParams) -> dict[str, str]:
     progress, adapter, image, timings = start_debug(context, params, Family.UPSCALE, UpscaleAdapter)
-    pixels = display_pixels(image.fit_long_edge(params.max_input_size))
+    pixels = display_pixels(fit_long_edge(image, params.max_input_size))
     height, width = pixels.shape[:2]
     scale = adapter.model_scale
     plan = adapter.plan(height, width, scale=scale)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...contract.catalog import Family
 from ...contract.jobs import JobId, UpscaleImageParams
-from ..media import Image, MediaKind, fit_long_edge_size, open_input
+from ..media import Image, MediaKind, fit_long_edge, fit_long_edge_size, open_input, resize_image
 from ..media.png_stream import PngStreamWriter
 from ..models.display import display_pixels
 from ..models.upscale import UpscaleAdapter, UpscalePlan
@@ -52,7 +52,7 @@ def run_upscale_image(context: Any, params: UpscaleImageParams) -> dict[str, str
 
     if source.kind is MediaKind.STILL:
         image = source.read_still()
-        pixels = display_pixels(image.fit_long_edge(params.max_input_size))
+        pixels = display_pixels(fit_long_edge(image, params.max_input_size))
         directory = Path(context.directory)
 
         def on_tile(done: int, total: int) -> None:
@@ -96,7 +96,7 @@ def upscale_frame(
     report: Report,
 ) -> np.ndarray:
     """One whole upscaled frame (display pixels, [0, 1]) of `image` reduced to `size` first if larger."""
-    pixels = display_pixels(image.resized(size) if image.size != size else image)
+    pixels = display_pixels(resize_image(image, size))
     height, width = pixels.shape[:2]
     out = np.empty((height * plan.out_scale, width * plan.out_scale, pixels.shape[2]), dtype=np.float32)
 

@@ -10,7 +10,7 @@ from .exr import write_exr
 from .formats import MAX_PIXELS, STILL_EXTENSIONS, VIDEO_EXTENSIONS, supported_formats
 from .image import AlphaMode, Image, SampleKind, from_integers, to_integers
 from .png_stream import write_png
-from .resample import fit_long_edge_size, resize, resize_bilinear, sample_bilinear
+from .resample import fit_long_edge, fit_long_edge_size, resize, resize_bilinear, resize_image, sample_bilinear
 from .sequence_writer import PngSequenceWriter
 from .source import Frame, MediaKind, MediaSource, open_input
 from .video_plan import VideoPlan, plan_video_output
@@ -32,12 +32,14 @@ __all__ = [
     "VideoWriter",
     "atomic_directory",
     "atomic_file",
+    "fit_long_edge",
     "fit_long_edge_size",
     "from_integers",
     "open_input",
     "plan_video_output",
     "resize",
     "resize_bilinear",
+    "resize_image",
     "sample_bilinear",
     "supported_formats",
     "to_integers",

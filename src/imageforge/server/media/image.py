@@ -105,19 +105,6 @@ class Image:
         """The same source description around new pixels (e.g. a model's output at the same precision)."""
         return replace(self, pixels=pixels, alpha_mode=alpha_mode or self.alpha_mode)
 
-    def fit_long_edge(self, max_size: int) -> Image:
-        """Downscale (never upscale) so the long edge is at most `max_size`, with high-quality resampling."""
-        from .resample import fit_long_edge_size, resize_image
-
-        target = fit_long_edge_size(self.size, max_size)
-        return self if target == self.size else resize_image(self, target)
-
-    def resized(self, size: tuple[int, int]) -> Image:
-        """Resample to (width, height): Lanczos when shrinking, bicubic when enlarging, alpha-aware."""
-        from .resample import resize_image
-
-        return self if tuple(size) == self.size else resize_image(self, size)
-
 
 def to_integers(pixels: np.ndarray, bits: int) -> np.ndarray:
     """Quantise [0, 1] floats to uint8 or uint16 code values (clipped, rounded to nearest)."""

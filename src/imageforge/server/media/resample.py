@@ -16,7 +16,15 @@ from PIL import Image as PILImage
 from ...contract.sizes import fit_long_edge_size
 from .image import AlphaMode, Image, SampleKind
 
-__all__ = ["fit_long_edge_size", "resize", "resize_bilinear", "resize_image", "resized_rows", "sample_bilinear"]
+__all__ = [
+    "fit_long_edge",
+    "fit_long_edge_size",
+    "resize",
+    "resize_bilinear",
+    "resize_image",
+    "resized_rows",
+    "sample_bilinear",
+]
 
 BILINEAR_BAND_ROWS = 512  # output rows per gather pass: bounds the temporaries of a 16384² result
 
@@ -99,8 +107,16 @@ def _resized_rows(source: PILImage.Image, size: tuple[int, int], top: int, botto
     return np.asarray(source.resize((width, bottom - top), method, box=box))
 
 
+def fit_long_edge(image: Image, max_size: int) -> Image:
+    """Downscale (never upscale) so the long edge is at most `max_size`, with high-quality resampling."""
+    return resize_image(image, fit_long_edge_size(image.size, max_size))
+
+
 def resize_image(image: Image, size: tuple[int, int]) -> Image:
-    """Resample an Image, premultiplying straight alpha around the filter and clamping integer sources."""
+    """Resample an Image to (width, height): Lanczos when shrinking, bicubic when enlarging, premultiplying
+    straight alpha around the filter and clamping integer sources. The same image when the size is unchanged."""
+    if tuple(size) == image.size:
+        return image
     pixels = image.pixels
     if image.has_alpha and image.alpha_mode is AlphaMode.STRAIGHT:
         # Premultiplied one channel at a time: a premultiplied copy of the whole image would be 4 GiB at 16384².
