@@ -28,7 +28,7 @@ from tests.kit.catalog import publish_kit_catalog  # noqa: E402
 from tests.kit.hub import LoopbackHub  # noqa: E402
 from tests.kit.server_env import install_server_environment  # noqa: E402
 
-from imageforge.client.runtime import make_runtime, run_job  # noqa: E402
+from imageforge.client.job_runner import make_runtime, run_job  # noqa: E402
 
 DEADLINE_SECONDS = 1800
 

@@ -47,10 +47,10 @@ def job_server(addon, tmp_path):
     from job_server import RecordingJobServer
     from scenes import empty_scene
 
-    from imageforge.addon import runtime
+    from imageforge.addon import blender_runtime
 
     empty_scene()
-    active = runtime.get_runtime()
+    active = blender_runtime.get_runtime()
     real = active.server
     active.server = RecordingJobServer(tmp_path / "jobs")
     try:

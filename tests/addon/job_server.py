@@ -67,12 +67,12 @@ class RecordingJobServer:
 
 def run_job_operator(call: Callable[..., set[str]], **properties: Any) -> set[str]:
     """Run a job operator as Blender would, driving its modal timer by hand (modal never fires headless)."""
-    from imageforge.addon import runtime
+    from imageforge.addon import blender_runtime
 
     started = call("EXEC_DEFAULT", **properties)
     if started != {"RUNNING_MODAL"}:
         return started
-    job = runtime.get_runtime().active_job
+    job = blender_runtime.get_runtime().active_job
     operator = job.operator
     for _ in range(500):
         if job.start_thread is not None:

@@ -30,9 +30,9 @@ def upscale_producer(sizes: dict[str, tuple[int, int]], fail: str | None = None)
 
 def summary() -> str:
     """The batch's closing message: what the status bar and the report show."""
-    from imageforge.addon import runtime
+    from imageforge.addon import blender_runtime
 
-    return runtime.get_runtime().message
+    return blender_runtime.get_runtime().message
 
 
 @pytest.fixture

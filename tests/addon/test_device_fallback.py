@@ -50,9 +50,9 @@ def test_a_fallback_ends_the_operator_with_a_warning_report(job_server, tmp_path
     assert run_job_operator(bpy.ops.imageforge.remove_background) == {"FINISHED"}
     assert reports[-1] == ("WARNING", f"Ran on CPU: {WARNING}")
     assert [level for level, _ in reports] == ["INFO", "WARNING"]  # the result landed, then why it was slow
-    from imageforge.addon import runtime
+    from imageforge.addon import blender_runtime
 
-    assert runtime.get_runtime().message.endswith(f"(Ran on CPU: {WARNING})")  # the status bar's last word
+    assert blender_runtime.get_runtime().message.endswith(f"(Ran on CPU: {WARNING})")  # the status bar's last word
 
 
 def models_resource(device_warnings: list[str]) -> dict:
@@ -73,9 +73,9 @@ def models_resource(device_warnings: list[str]) -> dict:
 
 @pytest.fixture
 def server(addon, monkeypatch):
-    from imageforge.addon import runtime
+    from imageforge.addon import blender_runtime
 
-    active = runtime.get_runtime()
+    active = blender_runtime.get_runtime()
     monkeypatch.setattr(active, "environment_ready", lambda root=None: True)
     saved = active.server.snapshot
     yield active

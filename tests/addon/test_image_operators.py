@@ -238,9 +238,9 @@ def test_a_failed_job_changes_nothing(job_server, photo, capfd):
     assert np.allclose(pixels_of("Photo"), photo, atol=BYTE)
     assert bpy.data.images["Photo"].packed_file is None
     assert undo_steps(capfd) == before
-    from imageforge.addon import runtime
+    from imageforge.addon import blender_runtime
 
-    assert runtime.get_runtime().active_job is None
+    assert blender_runtime.get_runtime().active_job is None
 
 
 def test_an_input_blender_cannot_write_is_a_warning_and_leaves_no_temporary_folder(job_server, monkeypatch, capfd):

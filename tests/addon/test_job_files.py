@@ -125,7 +125,7 @@ def test_size_limit_deletes_the_oldest_beyond_it_and_protects_the_active_job(job
 
 
 def test_cleanup_is_disabled_with_the_reason_while_anything_runs(job_server, storage):
-    from imageforge.addon import runtime
+    from imageforge.addon import blender_runtime
     from imageforge.addon.operators import availability, job_files
 
     for snapshot, reason in (
@@ -136,7 +136,7 @@ def test_cleanup_is_disabled_with_the_reason_while_anything_runs(job_server, sto
         assert job_files.cleanup_reason() == reason
         assert not bpy.ops.imageforge.clean_job_files.poll()
     job_server.snapshot = {"state": "READY"}
-    active = runtime.get_runtime()
+    active = blender_runtime.get_runtime()
     active.active_job = SimpleNamespace(job_id="", directory=None, controller=None)
     try:
         assert job_files.cleanup_reason() == "Wait for the running ImageForge task to finish (Esc cancels it)"
@@ -183,11 +183,11 @@ def test_confirmation_lists_what_is_freed_and_what_is_kept(job_server, old_jobs)
 
 
 def test_server_panel_shows_the_cached_summary_and_the_cleanup(job_server, storage, monkeypatch):
-    from imageforge.addon import runtime
+    from imageforge.addon import blender_runtime
     from imageforge.addon.operators import job_files
     from imageforge.addon.panels.server import ServerPanel
 
-    monkeypatch.setattr(runtime.get_runtime(), "environment_ready", lambda root=None: True)
+    monkeypatch.setattr(blender_runtime.get_runtime(), "environment_ready", lambda root=None: True)
     monkeypatch.setattr(job_files, "METER", job_files.JobUsageMeter(max_age=3600.0))
     job_server.snapshot = {"state": "READY"}
     layout = draw(ServerPanel, bpy.context)

@@ -95,7 +95,7 @@ def test_the_built_zip_installs_and_enables_in_blender(built):
         assert preferences.ImageForgePreferences.bl_idname == module
         assert bpy.context.preferences.addons[module].preferences.max_input_size == 2048
         assert preferences.get_preferences().max_input_size == 2048
-        runtime = sys.modules[f"{module}.addon.runtime"]
+        runtime = sys.modules[f"{module}.addon.blender_runtime"]
         assert f"{module}.client.model_setup" == runtime.DOWNLOADS_MODULE
         assert (runtime.BUNDLED_TOOLS / "uv").is_file()
         target = Path(os.environ["IMAGEFORGE_STORAGE_ROOT"]) / "seeded"

@@ -72,9 +72,9 @@ READY = {
 
 @pytest.fixture
 def server(addon, monkeypatch):
-    from imageforge.addon import runtime
+    from imageforge.addon import blender_runtime
 
-    active = runtime.get_runtime()
+    active = blender_runtime.get_runtime()
     monkeypatch.setattr(active, "environment_ready", lambda root=None: True)
     saved = active.server.snapshot
     yield active
@@ -144,7 +144,7 @@ def test_server_panel_busy_shows_the_jobs_progress_and_disables_unload(server):
 
 @pytest.mark.parametrize(("source", "note"), [("mirror", True), ("hub", False)])
 def test_mirror_note_follows_the_download_sources_snapshot(server, source, note):
-    from imageforge.addon.server_state import uses_mirror
+    from imageforge.addon.health_snapshot import uses_mirror
 
     snapshot = {"state": "STOPPED", "resources": {"downloads": downloads_snapshot(source)}}
     assert uses_mirror(snapshot) is note
@@ -153,7 +153,7 @@ def test_mirror_note_follows_the_download_sources_snapshot(server, source, note)
 
 
 def test_loaded_models_show_the_device_that_really_runs_them(server):
-    from imageforge.addon.server_state import LoadedModel, loaded_models
+    from imageforge.addon.health_snapshot import LoadedModel, loaded_models
 
     assert loaded_models(READY) == [LoadedModel("background", "BEN2_BASE", "cpu")]  # cuda asked, cpu ran
     assert loaded_models({"resources": {"models": {"sessions": [{"key": "BEN2_BASE"}]}}}) == []

@@ -12,19 +12,19 @@ import pytest
 
 @pytest.fixture
 def prefs(addon, monkeypatch):
-    from imageforge.addon import preferences, runtime
+    from imageforge.addon import blender_runtime, preferences
 
     monkeypatch.setattr(preferences, "_last_offered", [])
-    server = runtime.get_runtime().server
+    server = blender_runtime.get_runtime().server
     saved = server.snapshot
     yield preferences.get_preferences()
     server.snapshot = saved
 
 
 def report_devices(snapshot_devices):
-    from imageforge.addon import runtime
+    from imageforge.addon import blender_runtime
 
-    runtime.get_runtime().server.snapshot = {
+    blender_runtime.get_runtime().server.snapshot = {
         "state": "READY",
         "resources": {"models": {"devices": snapshot_devices}},
     }
@@ -49,7 +49,7 @@ def test_device_fallback_list_before_setup_per_platform(prefs, monkeypatch, plat
 
 
 def test_device_list_comes_from_the_server_and_is_remembered(prefs, monkeypatch):
-    from imageforge.addon import choices, preferences, runtime
+    from imageforge.addon import blender_runtime, choices, preferences
 
     monkeypatch.setattr(choices, "current_platform", lambda: "linux")
     prefs.device = "cuda"
@@ -61,7 +61,7 @@ def test_device_list_comes_from_the_server_and_is_remembered(prefs, monkeypatch)
     assert preferences.job_device(prefs).value == "auto"
     report_devices(["cuda", "cpu"])
     assert prefs.device == "cuda"
-    runtime.get_runtime().server.snapshot = {"state": "STOPPED", "message": "Stopped"}
+    blender_runtime.get_runtime().server.snapshot = {"state": "STOPPED", "message": "Stopped"}
     assert [device.value for device in preferences.available_devices()] == ["auto", "cuda", "cpu"]
 
 
@@ -75,11 +75,11 @@ def test_macos_lists_cpu_first_even_when_the_server_lists_coreml_first(prefs, mo
 
 
 def test_malformed_snapshots_fall_back_to_the_platform_list(prefs, monkeypatch):
-    from imageforge.addon import choices, preferences, runtime
+    from imageforge.addon import blender_runtime, choices, preferences
 
     monkeypatch.setattr(choices, "current_platform", lambda: "windows")
     for snapshot in ({"resources": "nonsense"}, {"resources": {"models": {"devices": "cpu"}}}, None, []):
-        runtime.get_runtime().server.snapshot = snapshot
+        blender_runtime.get_runtime().server.snapshot = snapshot
         assert [device.value for device in preferences.available_devices()] == ["auto", "directml", "cpu"]
 
 
@@ -117,12 +117,12 @@ def test_sizes_snap_to_256_and_models_per_family(prefs):
 
 
 def test_storage_root_default_and_saved_location(prefs, tmp_path):
-    from imageforge.addon import preferences, runtime
+    from imageforge.addon import blender_runtime, preferences
 
     assert preferences.storage_root() == Path(os.environ["IMAGEFORGE_STORAGE_ROOT"])
-    runtime.get_runtime().storage_root(tmp_path / "moved")  # what BlendJob's migrate flow calls to save
+    blender_runtime.get_runtime().storage_root(tmp_path / "moved")  # what BlendJob's migrate flow calls to save
     assert prefs.storage_root == str(tmp_path / "moved")
-    assert runtime.get_runtime().storage_root() == (tmp_path / "moved").resolve()
+    assert blender_runtime.get_runtime().storage_root() == (tmp_path / "moved").resolve()
     prefs.storage_root = ""
 
 

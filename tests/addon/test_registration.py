@@ -45,10 +45,10 @@ def test_register_and_unregister_twice_leave_nothing_behind():
             "SEQUENCER_MT_context_menu": ["imageforge.addon.operators.menus"],
             "STATUSBAR_HT_header": ["blendjob.runtime"],
         }
-        from imageforge.addon import runtime
+        from imageforge.addon import blender_runtime
         from imageforge.addon.operators import base
 
-        active = runtime.get_runtime()
+        active = blender_runtime.get_runtime()
         assert base.ImageForgeJobOperator.job_runtime is active
         poll, redraw = active._poll_server, active._redraw_status_bars
         assert bpy.app.timers.is_registered(poll)
@@ -73,7 +73,7 @@ def test_job_operators_show_in_search_and_poll_fast():
 
 
 def test_preferences_defaults_and_storage_root(addon, tmp_path):
-    from imageforge.addon import preferences, runtime
+    from imageforge.addon import blender_runtime, preferences
 
     assert preferences.ImageForgePreferences.bl_idname == addon.__name__ == "imageforge"  # the root package
     prefs = preferences.get_preferences()
@@ -82,4 +82,4 @@ def test_preferences_defaults_and_storage_root(addon, tmp_path):
     assert preferences.storage_root() == __import__("pathlib").Path(__import__("os").environ["IMAGEFORGE_STORAGE_ROOT"])
     prefs.storage_root = str(tmp_path)
     assert preferences.storage_root() == tmp_path.resolve()
-    assert runtime.get_runtime().storage_root() == tmp_path.resolve()
+    assert blender_runtime.get_runtime().storage_root() == tmp_path.resolve()

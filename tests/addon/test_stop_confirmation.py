@@ -20,9 +20,9 @@ def stop_invoke(active):
 
 
 def test_stop_asks_first_when_another_client_is_attached_and_not_otherwise(job_server):
-    from imageforge.addon import runtime
+    from imageforge.addon import blender_runtime
 
-    invoke = stop_invoke(runtime.get_runtime())
+    invoke = stop_invoke(blender_runtime.get_runtime())
     executed: list[bool] = []
     operator = SimpleNamespace(execute=lambda _context: executed.append(True) or {"FINISHED"})
     window_manager = RecordingWindowManager()

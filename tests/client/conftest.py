@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from imageforge.client import retirement
-from imageforge.client.runtime import make_runtime
+from imageforge.client.job_runner import make_runtime
 from tests.client.job_in_flight import FAST_BYTES, SLOW_BYTES, Models, catalog_entry
 from tests.kit.hub import LoopbackHub
 

@@ -14,7 +14,7 @@ from blendjob import JobResult, JobRuntime
 from blendjob.maintenance import SetupController
 
 from imageforge.client import blendjob_compat
-from imageforge.client.runtime import make_runtime
+from imageforge.client.job_runner import make_runtime
 
 
 def test_a_finished_jobs_status_becomes_blendjobs_own_job_result(tmp_path: Path):

@@ -19,7 +19,7 @@ import pytest
 from PIL import Image
 
 from imageforge.client.authenticated import AuthenticatedJobClient
-from imageforge.client.runtime import make_runtime, run_job
+from imageforge.client.job_runner import make_runtime, run_job
 from imageforge.contract.server_credentials import read_credentials
 from tests.client.slow_session import build_slow_ben2, slow_catalog_entry
 from tests.kit.catalog import write_catalog

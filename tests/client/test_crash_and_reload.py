@@ -10,7 +10,7 @@ from blendjob.controller import RegisteredServerProcess
 
 from imageforge.client import retirement
 from imageforge.client.authenticated import AuthenticatedJobClient
-from imageforge.client.runtime import make_runtime, run_job
+from imageforge.client.job_runner import make_runtime, run_job
 from imageforge.contract.server_credentials import ServerCredentials, read_credentials, write_credentials
 from tests.client.job_in_flight import FAST_BYTES, SLOW_BYTES, start_slow_download
 

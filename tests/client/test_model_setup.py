@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from imageforge.client import retirement
+from imageforge.client.job_runner import make_runtime
 from imageforge.client.model_setup import ModelSetupResult, download_required_models
-from imageforge.client.runtime import make_runtime
 from tests.kit.catalog import catalog_entry, write_catalog
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,7 @@ from blendjob.controller import ServerConnection
 
 from imageforge.client import retirement
 from imageforge.client.authenticated import AuthenticatedJobClient, ServerIdentityError
-from imageforge.client.runtime import make_runtime, run_job
+from imageforge.client.job_runner import make_runtime, run_job
 from imageforge.contract.server_credentials import HANDSHAKE_PATH, ServerCredentials
 from tests.kit.squatter import JOB_ID, free_port, other_user, start_squatter, try_to_bind
 

@@ -16,7 +16,7 @@ import pytest
 
 from imageforge.client import retirement
 from imageforge.client.controller import stop_confirmation
-from imageforge.client.runtime import make_runtime, run_job
+from imageforge.client.job_runner import make_runtime, run_job
 from imageforge.contract.server_clients import LINGER_VARIABLE, ClientKind
 from imageforge.server.inference.devices import default_intra_op_threads, physical_cores
 from tests.client.shared_kit import children_of, make_shared_kit, process_gone

@@ -174,7 +174,7 @@ class Driver:
             "folder": str(folder),
             "seconds": round(time.monotonic() - started, 3),
         }
-        self.runtime = sys.modules[f"{MODULE}.addon.runtime"].get_runtime()
+        self.runtime = sys.modules[f"{MODULE}.addon.blender_runtime"].get_runtime()
         self.retirement = sys.modules[f"{MODULE}.client.retirement"]
         preferences = bpy.context.preferences.addons[MODULE].preferences
         preferences.storage_root = self.spec["storage_root"]  # the Storage Root preference, not the variable

@@ -9,7 +9,7 @@ import pytest
 from blendjob.server import JobCancelled, JobContext
 
 from imageforge.contract import JOB_SPECS, ImageForgeError, InputError, JobId
-from imageforge.server.handler import InvalidResultError, make_handler
+from imageforge.server.handler import InvalidResultError, make_handler, runner_name
 from imageforge.server.jobs import JOB_RUNNERS
 
 SPEC = JOB_SPECS[JobId.DEBUG_BEN2]
@@ -27,6 +27,12 @@ def state(context) -> dict:
 
 def test_every_job_of_the_contract_has_a_runner():
     assert set(JOB_RUNNERS) == set(JobId) == set(JOB_SPECS)
+
+
+def test_each_runner_is_named_after_its_job():
+    names = {job_id: runner.__name__ for job_id, runner in JOB_RUNNERS.items()}
+    assert names == {job_id: runner_name(job_id) for job_id in JobId}
+    assert names[JobId.GENERATE_DEPTH_PLANE_GEOMETRY] == "run_generate_depth_plane_geometry"
 
 
 def test_parameters_are_validated_before_the_runner_is_called(tmp_path):

@@ -19,8 +19,8 @@ from ..contract.catalog import Family
 from ..contract.jobs import MAX_INPUT_SIZE_DEFAULT
 from ..contract.server_clients import DEFAULT_LINGER_SECONDS, linger_seconds
 from . import EXTENSION_PACKAGE, choices
-from .runtime import server_snapshot
-from .server_state import offered_devices
+from .blender_runtime import server_snapshot
+from .health_snapshot import offered_devices
 
 
 def addon_package() -> str:

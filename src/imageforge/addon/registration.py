@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import bpy
 
-from . import operators, panels, preferences, runtime
+from . import blender_runtime, operators, panels, preferences
 from .operators import base, camera_path, menus
 
 CLASSES: tuple[type, ...] = (preferences.ImageForgePreferences, *operators.CLASSES, *panels.CLASSES)
 
 
 def register() -> None:
-    runtime.register(preferences.storage_root, preferences.server_linger)
-    base.bind(runtime.get_runtime())
+    blender_runtime.register(preferences.storage_root, preferences.server_linger)
+    base.bind(blender_runtime.get_runtime())
     for cls in CLASSES:
         bpy.utils.register_class(cls)
     camera_path.register_properties()
@@ -28,7 +28,7 @@ def register() -> None:
 def unregister() -> None:
     menus.unregister_menus()
     camera_path.unregister_properties()
-    runtime.unregister()  # first: a running job is cancelled and cleaned up while its operator class exists
+    blender_runtime.unregister()  # first: a running job is cancelled and cleaned up while its operator class exists
     base.bind(None)
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..client.runtime import JobCancelledError, make_runtime, run_job
+from ..client.job_runner import JobCancelledError, make_runtime, run_job
 from ..client.setup import environment_ready, prepare_environment
 from ..contract import ImageForgeError, InputError, job_spec
 from ..contract.parameters import field_docs

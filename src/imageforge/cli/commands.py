@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..client.environment import default_storage_root
+from ..client.job_runner import JobCancelledError, make_runtime, run_job
 from ..client.retention import RetentionPolicy, delete_folders, plan_retention, scan_job_folders
-from ..client.runtime import JobCancelledError, make_runtime, run_job
 from ..client.setup import environment_ready, prepare_environment
 from ..client.storage_holder import acquire_or_explain
 from ..contract import JOB_SPECS, InputError, job_spec

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..contract import ImageForgeError, JobId
-from .runtime import JobCancelledError, run_job
+from .job_runner import JobCancelledError, run_job
 
 PROGRESS_START = 0.5  # the share of the setup bar the downloads fill: after installing, before saving
 PROGRESS_END = 0.9

@@ -1,4 +1,4 @@
-"""Wrap each job's `run(context, params)` into a BlendJob handler with the same guarantees for every job.
+"""Wrap each job's `run_<job>(context, params)` into a BlendJob handler with the same guarantees for every job.
 
 - Parameters are parsed and validated by the job's contract before any work.
 - The job folder records its state in `job-state.json` (running → succeeded | failed | cancelled).
@@ -18,7 +18,7 @@ from typing import Any
 
 from blendjob.server import JobCancelled
 
-from ..contract import ImageForgeError, JobSpec, ResourceExhaustedError
+from ..contract import ImageForgeError, JobId, JobSpec, ResourceExhaustedError
 from ..contract.job_state import JobState
 from . import provenance
 from .job_folders import clear_outputs, write_state
@@ -58,8 +58,13 @@ def make_handler(spec: JobSpec, run: Runner) -> Callable[[Any, dict], dict[str, 
         write_state(directory, JobState.SUCCEEDED, result=checked)
         return checked
 
-    handler.__name__ = f"run_{spec.id.value.replace('-', '_')}"
+    handler.__name__ = runner_name(spec.id)
     return handler
+
+
+def runner_name(job_id: JobId) -> str:
+    """`run_<job id, dashes as underscores>`: the job's function in jobs/ and its wrapped handler share it."""
+    return f"run_{job_id.value.replace('-', '_')}"
 
 
 def check_result(directory: Path, result: Any) -> dict[str, str]:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from imageforge.client.runtime import JobFailedError, make_runtime, run_job
+from imageforge.client.job_runner import JobFailedError, make_runtime, run_job
 from tests.kit.catalog import publish_kit_catalog
 from tests.kit.hub import LoopbackHub
 from tests.kit.server_env import install_server_environment

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from imageforge.server.geometry.depth_fill import fill_depth_behind, harmonic_fill
-from imageforge.server.geometry.frame import GeometryFrame, Intrinsics
+from imageforge.server.geometry.frame import GeometryFrame, NormalizedIntrinsics
 
 HEIGHT, WIDTH = 120, 160
-INTRINSICS = Intrinsics(fx=0.9, fy=1.2)
+INTRINSICS = NormalizedIntrinsics(fx=0.9, fy=1.2)
 
 
 def rays() -> tuple[np.ndarray, np.ndarray]:

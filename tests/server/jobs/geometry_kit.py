@@ -23,7 +23,7 @@ from blendjob.server import JobCancelled, JobContext
 from PIL import Image as PILImage
 
 from imageforge.client import retirement
-from imageforge.client.runtime import make_runtime
+from imageforge.client.job_runner import make_runtime
 from imageforge.contract import JOB_SPECS, ImageForgeError, JobId
 from imageforge.contract.catalog import CATALOG_ENVIRONMENT_VARIABLE
 from imageforge.server.app import create_server

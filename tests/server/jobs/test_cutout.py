@@ -11,7 +11,7 @@ import OpenEXR
 import pytest
 from PIL import Image as PILImage
 
-from imageforge.client.runtime import run_job
+from imageforge.client.job_runner import run_job
 from imageforge.contract import JobId
 from imageforge.contract.parameters import Selection
 from imageforge.server.jobs.cutout import selection_coverage

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from imageforge.client.runtime import run_job
+from imageforge.client.job_runner import run_job
 from imageforge.contract import JobId
 from tests.kit.onnx_models import build_da3, build_moge2, moge2_reference
 

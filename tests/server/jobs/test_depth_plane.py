@@ -15,7 +15,7 @@ import OpenEXR
 import pytest
 from PIL import Image as PILImage
 
-from imageforge.client.runtime import run_job
+from imageforge.client.job_runner import run_job
 from imageforge.contract import JOB_SPECS, JobId
 from imageforge.server.jobs import depth_plane
 from tests.kit.onnx_models import build_moge2, moge2_reference
@@ -130,7 +130,7 @@ def test_a_failing_writer_deletes_what_the_earlier_ones_wrote(jobs, moge_catalog
     context = RecordingContext("direct", JOB.value, {}, jobs.server.resources, storage_root, directory)
     params = JOB_SPECS[JOB].parse({"input": str(photo), "device": "cpu"})
     with pytest.raises(OSError, match="No space left"):
-        depth_plane.run_depth_plane(context, params)
+        depth_plane.run_generate_depth_plane_geometry(context, params)
     assert "Writing normal map" in context.messages  # the depth and its metadata were written before
     assert {path.name for path in directory.iterdir()} <= {"job.log"}
 

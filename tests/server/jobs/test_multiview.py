@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from imageforge.client.runtime import run_job
+from imageforge.client.job_runner import run_job
 from imageforge.contract import JobId
 from imageforge.server.models.da3 import IMAGENET_MEAN, IMAGENET_STD
 from tests.kit.onnx_models import build_da3

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from imageforge.client.runtime import make_runtime
+from imageforge.client.job_runner import make_runtime
 from imageforge.contract.server_credentials import (
     CredentialsError,
     ServerCredentials,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from imageforge.client.controller import ImageForgeServerController
-from imageforge.client.runtime import make_runtime
+from imageforge.client.job_runner import make_runtime
 from imageforge.contract.server_credentials import ServerCredentials, credentials_path, read_credentials
 from imageforge.server.security import LoopbackGuard
 from tests.kit.server_env import install_server_environment

@@ -11,8 +11,8 @@ from . import (
     image_jobs,
     job_files,
     menus,
+    models,
     parallax,
-    server_jobs,
 )
 
 CLASSES: tuple[type, ...] = (
@@ -22,7 +22,7 @@ CLASSES: tuple[type, ...] = (
     *geometry_jobs.CLASSES,
     *parallax.CLASSES,
     *camera_path.CLASSES,
-    *server_jobs.CLASSES,
+    *models.CLASSES,
     *job_files.CLASSES,
     *draw_selection.CLASSES,
     *menus.CLASSES,

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import bpy
 
-from .. import runtime
+from .. import blender_runtime
+from ..health_snapshot import ServerState, server_state
 from ..scene.active_image import find_active_image, image_problem
 from ..scene.video_source import has_video
-from ..server_state import ServerState, server_state
 
 NO_IMAGE = (
     "No image: open one in the Image Editor, or select an image empty or an object whose material has an image texture"
@@ -21,7 +21,7 @@ NO_IMAGE = (
 def task_reason() -> str | None:
     """Why no ImageForge task can start, whatever the server's state: not registered, or a task running here."""
     try:
-        active = runtime.get_runtime()
+        active = blender_runtime.get_runtime()
     except RuntimeError:
         return "ImageForge is not registered"
     if active.active_job is not None:
@@ -32,7 +32,7 @@ def task_reason() -> str | None:
 def server_reason() -> str | None:
     """Why no job can be sent to the server: task_reason(), then a server that is not set up."""
     reason = task_reason()
-    if reason is None and server_state(runtime.server_snapshot()) is ServerState.UNAVAILABLE:
+    if reason is None and server_state(blender_runtime.server_snapshot()) is ServerState.UNAVAILABLE:
         return "Set up the server first: ImageForge sidebar, Server, Set Up Server"
     return reason
 

@@ -30,7 +30,7 @@ from ..scene.depth_grid import (
     depth_grid,
     flat_grid,
 )
-from ..scene.intrinsics import Intrinsics, camera_fit, read_metadata
+from ..scene.intrinsics import PixelIntrinsics, camera_fit, read_metadata
 from ..scene.materials import normal_image, photo_material
 from ..scene.objects import camera_object, grid_mesh_object, placement, select_only
 from ..scene.pixels import read_data_file
@@ -91,7 +91,7 @@ def land_depth_plane(
     source: bpy.types.Image,
     texture: bpy.types.Image,
     grid: GridMesh,
-    intrinsics: Intrinsics,
+    intrinsics: PixelIntrinsics,
     subdivisions: int,
     *,
     normal: bpy.types.Image | None = None,

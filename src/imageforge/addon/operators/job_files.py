@@ -21,9 +21,9 @@ from blendjob.storage import StorageLock
 
 from ...client.job_usage import JobUsageMeter, format_bytes
 from ...client.retention import RetentionPlan, RetentionPolicy, delete_folders, plan_retention, scan_job_folders
-from .. import preferences, runtime
+from .. import blender_runtime, preferences
+from ..health_snapshot import ServerState, server_state
 from ..scene.referenced_files import referenced_paths
-from ..server_state import ServerState, server_state
 from .availability import task_reason
 
 METER = JobUsageMeter()  # the Server panel's cached summary; a cleanup invalidates it
@@ -53,8 +53,8 @@ def cleanup_route() -> tuple[Route | None, str | None]:
     reason = task_reason()
     if reason is not None:
         return None, reason
-    active = runtime.get_runtime()
-    state = server_state(runtime.server_snapshot())
+    active = blender_runtime.get_runtime()
+    state = server_state(blender_runtime.server_snapshot())
     if state is ServerState.BUSY:
         return None, "The server is running a job; clean up job files when it is idle"
     if state is ServerState.READY:
@@ -72,7 +72,7 @@ def protected_paths() -> set[Path]:
     """Files the open .blend references, plus the folders of the job this Blender or the server is running."""
     protected = referenced_paths()
     root = preferences.storage_root()
-    active = runtime.get_runtime().active_job
+    active = blender_runtime.get_runtime().active_job
     for job_id in (getattr(active, "job_id", ""), _server_active_job_id()):
         if job_id:
             protected.add((root / "jobs" / job_id).resolve())
@@ -92,7 +92,7 @@ def delete_planned(plan: RetentionPlan, route: Route) -> tuple[list[str], int]:
     """Delete the plan's folders by `route`; returns the deleted job ids and how many were kept back."""
     root = preferences.storage_root()
     if route is Route.SERVER:
-        connection = runtime.get_runtime().server.connection
+        connection = blender_runtime.get_runtime().server.connection
         if connection is None:
             raise RuntimeError("The server is not connected; start it or stop it, then clean up again")
         result = connection.client.clear_job_files([folder.job_id for folder in plan.delete])
@@ -107,7 +107,7 @@ def delete_planned(plan: RetentionPlan, route: Route) -> tuple[list[str], int]:
 
 
 def _server_active_job_id() -> str:
-    job = runtime.server_snapshot().get("active_job")
+    job = blender_runtime.server_snapshot().get("active_job")
     return str(job.get("job_id") or "") if isinstance(job, dict) else ""
 
 

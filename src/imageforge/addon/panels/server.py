@@ -7,23 +7,23 @@ import textwrap
 import bpy
 
 from ...client.job_usage import format_bytes
-from .. import runtime
+from .. import blender_runtime
+from ..health_snapshot import ActiveJobProgress, ServerState, server_state
 from ..operators import job_files
 from ..preferences import storage_root
-from ..server_state import JobProgress, ServerState, server_state
 from .server_view import ServerView, server_view
 from .sidebar import in_both_sidebars
 
 
 def current_server_view() -> ServerView:
-    snapshot = runtime.server_snapshot()
+    snapshot = blender_runtime.server_snapshot()
     try:
-        active = runtime.get_runtime()
+        active = blender_runtime.get_runtime()
     except RuntimeError:
         return server_view(snapshot, installed=False)
     # Readiness reads a small file: only needed to tell "stopped" from "not installed" before the first poll.
     installed = server_state(snapshot) is not ServerState.STOPPED or active.environment_ready()
-    local = JobProgress(active.progress, active.message) if active.active_job is not None else None
+    local = ActiveJobProgress(active.progress, active.message) if active.active_job is not None else None
     return server_view(snapshot, installed=installed, local_progress=local)
 
 

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..server_state import (
-    JobProgress,
+from ..health_snapshot import (
+    ActiveJobProgress,
     LoadedModel,
     ServerState,
     active_job_progress,
@@ -37,7 +37,7 @@ class ServerView:
     icon: str
     message: str = ""
     actions: tuple[Action, ...] = ()
-    progress: JobProgress | None = None
+    progress: ActiveJobProgress | None = None
     models: tuple[LoadedModel, ...] = ()
     can_unload: bool = False
     mirror_note: bool = False
@@ -56,7 +56,7 @@ def server_view(
     snapshot: Mapping[str, Any] | None,
     *,
     installed: bool,
-    local_progress: JobProgress | None = None,
+    local_progress: ActiveJobProgress | None = None,
 ) -> ServerView:
     """The view for `snapshot`; `installed` says whether the storage root holds a ready environment.
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ...contract import InputError
-from .intrinsics import Intrinsics
+from .intrinsics import PixelIntrinsics
 
 OPENCV_TO_BLENDER = np.diag([1.0, -1.0, -1.0, 1.0])  # F: its own inverse
 ORTHONORMAL_TOLERANCE = 1e-3
@@ -49,10 +49,10 @@ class CameraPath:
         camera_to_world[:, :3, 3:] = -rotation.transpose(0, 2, 1) @ translation
         return OPENCV_TO_BLENDER @ camera_to_world @ OPENCV_TO_BLENDER
 
-    def lens_intrinsics(self) -> Intrinsics:
+    def lens_intrinsics(self) -> PixelIntrinsics:
         """One pinhole for the whole shot: the median of every frame's estimate, at the source size."""
         fx, fy, cx, cy = (float(value) for value in np.median(self.intrinsics, axis=0))
-        return Intrinsics(*self.image_size, fx, fy, cx, cy)
+        return PixelIntrinsics(*self.image_size, fx, fy, cx, cy)
 
     def extent(self) -> float:
         """How far the path reaches from its first camera (for the camera's clip end)."""

@@ -20,7 +20,7 @@ SENSOR_SIZE_MM = 36.0
 
 
 @dataclass(frozen=True)
-class Intrinsics:
+class PixelIntrinsics:
     width: int
     height: int
     fx: float
@@ -29,10 +29,12 @@ class Intrinsics:
     cy: float
     reference_depth: float | None = None
 
-    def scaled(self, width: int, height: int) -> Intrinsics:
+    def scaled(self, width: int, height: int) -> PixelIntrinsics:
         """The same camera for an image of another resolution (the photo rather than the analysed size)."""
         sx, sy = width / self.width, height / self.height
-        return Intrinsics(width, height, self.fx * sx, self.fy * sy, self.cx * sx, self.cy * sy, self.reference_depth)
+        return PixelIntrinsics(
+            width, height, self.fx * sx, self.fy * sy, self.cx * sx, self.cy * sy, self.reference_depth
+        )
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class CameraFit:
 METADATA_LAYOUT = "image_size [w, h], fx, fy, cx, cy and reference_depth"
 
 
-def parse_metadata(raw: Any) -> Intrinsics:
+def parse_metadata(raw: Any) -> PixelIntrinsics:
     """The `depth_metadata` JSON exactly as the server writes it (docs/jobs.md, generate-depth-plane-geometry):
     `image_size` [w, h] of the source, pixel intrinsics `fx`, `fy`, `cx`, `cy` at that size, `reference_depth`
     in metres (`analysed_size` is not needed here). Anything else is refused with InputError.
@@ -66,7 +68,7 @@ def parse_metadata(raw: Any) -> Intrinsics:
     width, height = size
     if width <= 0 or height <= 0 or min(values[0], values[1], reference) <= 0:
         raise InputError("The depth metadata holds an invalid image size, focal length or reference depth.")
-    return Intrinsics(width, height, *(float(value) for value in values), reference_depth=float(reference))
+    return PixelIntrinsics(width, height, *(float(value) for value in values), reference_depth=float(reference))
 
 
 def _is_int(value: Any) -> bool:
@@ -77,14 +79,14 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def read_metadata(path: Path) -> Intrinsics:
+def read_metadata(path: Path) -> PixelIntrinsics:
     try:
         return parse_metadata(json.loads(Path(path).read_text(encoding="utf-8")))
     except (OSError, ValueError) as error:
         raise InputError(f"Cannot read the depth metadata {Path(path).name}: {error}") from error
 
 
-def camera_fit(intrinsics: Intrinsics) -> CameraFit:
+def camera_fit(intrinsics: PixelIntrinsics) -> CameraFit:
     width, height = intrinsics.width, intrinsics.height
     longest = max(width, height)
     horizontal = width >= height

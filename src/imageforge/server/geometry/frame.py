@@ -8,7 +8,7 @@ import numpy as np
 
 
 @dataclass(frozen=True)
-class Intrinsics:
+class NormalizedIntrinsics:
     """Pinhole intrinsics normalised by the image size (fx, cx in widths; fy, cy in heights)."""
 
     fx: float
@@ -33,7 +33,7 @@ class GeometryFrame:
     points: np.ndarray
     normal: np.ndarray
     valid: np.ndarray
-    intrinsics: Intrinsics
+    intrinsics: NormalizedIntrinsics
 
     @property
     def size(self) -> tuple[int, int]:

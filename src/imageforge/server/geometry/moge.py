@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from ...contract import InputError
-from .frame import GeometryFrame, Intrinsics
+from .frame import GeometryFrame, NormalizedIntrinsics
 
 SAMPLE_GRID = 64
 MASK_THRESHOLD = 0.5
@@ -37,10 +37,10 @@ def view_plane_uv(width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
     return np.meshgrid(u, v, indexing="xy")
 
 
-def normalized_intrinsics(focal: float, width: int, height: int) -> Intrinsics:
+def normalized_intrinsics(focal: float, width: int, height: int) -> NormalizedIntrinsics:
     aspect = width / height
     diagonal = math.sqrt(1 + aspect * aspect)
-    return Intrinsics(fx=focal / 2 * diagonal / aspect, fy=focal / 2 * diagonal)
+    return NormalizedIntrinsics(fx=focal / 2 * diagonal / aspect, fy=focal / 2 * diagonal)
 
 
 def sample_indices(length: int) -> np.ndarray:

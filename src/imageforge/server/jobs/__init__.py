@@ -1,7 +1,9 @@
-"""One module per job, each with `run(context, params) -> {result name: file name}`.
+"""The jobs: each is a function `run_<job id>(context, params) -> {result name: file name}` (dashes become
+underscores: `run_upscale_image` runs `upscale-image`), one module per job or per family of debug jobs.
 
 JOB_RUNNERS maps every job id of the contract to its runner (tests/server/test_handler.py checks that
-none is missing, so the server registers every job the add-on and the CLI can submit).
+none is missing, so the server registers every job the add-on and the CLI can submit, and that each
+runner carries its job's name, handler.runner_name()).
 """
 
 from __future__ import annotations
@@ -25,12 +27,12 @@ JOB_RUNNERS = {
     JobId.DOWNLOAD_REQUIRED_MODELS: download_models.run_download_required_models,
     JobId.REMOVE_BACKGROUND: remove_background.run_remove_background,
     JobId.UPSCALE_IMAGE: upscale_image.run_upscale_image,
-    JobId.REFINE_IMAGE_SELECTION: refine_selection.run_refine_selection,
+    JobId.REFINE_IMAGE_SELECTION: refine_selection.run_refine_image_selection,
     JobId.DEBUG_BEN2: debug_image_models.run_debug_ben2,
     JobId.DEBUG_UPSCALE: debug_image_models.run_debug_upscale,
-    JobId.GENERATE_DEPTH_PLANE_GEOMETRY: depth_plane.run_depth_plane,
-    JobId.GENERATE_CUTOUT_ARTIFACTS: cutout.run_cutout,
-    JobId.GENERATE_MULTIVIEW_CAMERAS: multiview_cameras.run_multiview,
+    JobId.GENERATE_DEPTH_PLANE_GEOMETRY: depth_plane.run_generate_depth_plane_geometry,
+    JobId.GENERATE_CUTOUT_ARTIFACTS: cutout.run_generate_cutout_artifacts,
+    JobId.GENERATE_MULTIVIEW_CAMERAS: multiview_cameras.run_generate_multiview_cameras,
     JobId.DEBUG_MOGE: debug_geometry_models.run_debug_moge,
     JobId.DEBUG_DA3: debug_geometry_models.run_debug_da3,
     JobId.INPAINT_IMAGE: inpaint_image.run_inpaint_image,

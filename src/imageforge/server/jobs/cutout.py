@@ -51,7 +51,7 @@ REFINE_PADDING = RefineImageSelectionParams.__dataclass_fields__["padding"].defa
 VISIBLE = 1.0 / 512  # a refined matte below this is invisible even in 8 bits: outside the crop
 
 
-def run_cutout(context: Any, params: CutoutParams) -> dict[str, str]:
+def run_generate_cutout_artifacts(context: Any, params: CutoutParams) -> dict[str, str]:
     source = open_input(params.input, still_only=True)
     size = (source.width, source.height)
     if params.selection is not None:

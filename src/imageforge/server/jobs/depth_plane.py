@@ -43,7 +43,7 @@ FLAT = np.array([0.5, 0.5, 1.0], np.float32)  # the encoded colour of masked nor
 KEEP = 0.5  # coverage above which a pixel counts as part of the result
 
 
-def run_depth_plane(context: Any, params: DepthPlaneParams) -> dict[str, str]:
+def run_generate_depth_plane_geometry(context: Any, params: DepthPlaneParams) -> dict[str, str]:
     source = open_input(params.input, still_only=True)  # headers only: a bad file fails before any download
     progress = JobProgress(context)
     adapter = load_geometry(context, progress, params.model, params.device)

@@ -57,7 +57,7 @@ class Views:
     source_size: tuple[int, int]
 
 
-def run_multiview(context: Any, params: MultiviewParams) -> dict[str, str]:
+def run_generate_multiview_cameras(context: Any, params: MultiviewParams) -> dict[str, str]:
     source = open_input(params.input)
     expected = selected_count(source, params.frame_step, params.max_frames)
     progress = JobProgress(context)

@@ -28,7 +28,7 @@ from .remove_background import analyse, with_alpha
 from .selection_mask import selection_region
 
 
-def run_refine_selection(context: Any, params: RefineImageSelectionParams) -> dict[str, str]:
+def run_refine_image_selection(context: Any, params: RefineImageSelectionParams) -> dict[str, str]:
     progress = JobProgress(context)
     source = open_input(params.input, still_only=True)
     # A bad file or a selection off the image fails before any model download.

@@ -41,7 +41,10 @@ class LoadedModel:
 
 
 @dataclass(frozen=True)
-class JobProgress:
+class ActiveJobProgress:
+    """How far the server's running job is, as its snapshot reports it (not the server's JobProgress, which
+    a job uses to report it)."""
+
     fraction: float
     message: str
 
@@ -106,7 +109,7 @@ def uses_mirror(snapshot: Mapping[str, Any] | None) -> bool:
     return resource(snapshot, "downloads").get("source") == "mirror"
 
 
-def active_job_progress(snapshot: Mapping[str, Any] | None) -> JobProgress | None:
+def active_job_progress(snapshot: Mapping[str, Any] | None) -> ActiveJobProgress | None:
     job = _mapping(_mapping(snapshot).get("active_job"))
     if not job:
         return None
@@ -114,7 +117,7 @@ def active_job_progress(snapshot: Mapping[str, Any] | None) -> JobProgress | Non
         fraction = min(max(float(job.get("progress", 0.0)), 0.0), 1.0)
     except (TypeError, ValueError):
         fraction = 0.0
-    return JobProgress(fraction, str(job.get("message") or job.get("job_type") or "Working"))
+    return ActiveJobProgress(fraction, str(job.get("message") or job.get("job_type") or "Working"))
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -1,4 +1,5 @@
-"""One BlendJob runtime for ImageForge, shared by the add-on and the CLI, and a job runner on top of it."""
+"""make_runtime(): the one way to build ImageForge's BlendJob runtime (the add-on's, addon/blender_runtime.py,
+and the CLI's), and run_job(): submit a job on it and wait for its result."""
 
 from __future__ import annotations
 

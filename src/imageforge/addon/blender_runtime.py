@@ -1,6 +1,6 @@
 """The add-on's single BlendJob runtime (namespace `imageforge`), created on register.
 
-make_runtime() (client/runtime.py) is the one way to build it, so the add-on and the CLI run the same server
+make_runtime() (client/job_runner.py) is the one way to build it, so the add-on and the CLI run the same server
 with the same pins. This module adds only what belongs to Blender: the timer workaround, the post-setup hook,
 and seeding the uv executable bundled with the extension so that setup does not fetch uv from GitHub.
 """
@@ -21,7 +21,7 @@ from blendjob.environment import uv_path
 
 from ..client.blendjob_compat import pin_timer_callbacks, run_before_install
 from ..client.environment import PACKAGE_ROOT
-from ..client.runtime import make_runtime
+from ..client.job_runner import make_runtime
 from . import EXTENSION_PACKAGE
 
 BUNDLED_TOOLS = PACKAGE_ROOT / "tools"  # the platform build puts uv[.exe] here (cli/build.py)

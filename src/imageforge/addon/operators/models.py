@@ -8,9 +8,9 @@ import bpy
 from blendjob import JobResult
 
 from ...contract import InputError, JobId
-from .. import runtime
+from .. import blender_runtime
 from ..choices import catalog
-from ..server_state import ServerState, server_state
+from ..health_snapshot import ServerState, server_state
 from .base import ImageForgeJobOperator
 
 
@@ -44,14 +44,14 @@ class IMAGEFORGE_OT_unload_models(bpy.types.Operator):
 
     @classmethod
     def poll(cls, _context: bpy.types.Context) -> bool:
-        if server_state(runtime.server_snapshot()) is not ServerState.READY:
+        if server_state(blender_runtime.server_snapshot()) is not ServerState.READY:
             cls.poll_message_set("Models can be unloaded while the server is running and idle")
             return False
         return True
 
     def execute(self, _context: bpy.types.Context) -> set[str]:
         try:
-            runtime.get_runtime().clear_resource("models")
+            blender_runtime.get_runtime().clear_resource("models")
         except (OSError, RuntimeError) as error:
             self.report({"ERROR"}, f"Could not unload the models: {error}")
             return {"CANCELLED"}
