@@ -45,7 +45,7 @@ class NormalMode(StrEnum):
     OBJECT = "object"
 
 
-# Limits the add-on's preferences offer and the server enforces: one home (choices.py imports them).
+# Limits the add-on's preferences offer and the server enforces: one home (addon/choices.py imports them).
 MAX_INPUT_SIZE_DEFAULT = 2048
 MAX_INPUT_SIZE_LIMIT = 8192  # the longest edge any job analyses
 RESOLUTION_LEVEL_DEFAULT = 9

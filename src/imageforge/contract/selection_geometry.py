@@ -9,7 +9,7 @@ inside length is linear in y, so its midpoint gives the piece's exact area.
 Crop: the server confines a refined matte to the selection grown by GROW_FRACTION of its longer side (at
 least MIN_GROW pixels) and analyses that plus `padding` pixels of context. Both use the selection's bounds
 clipped to the image, so a huge but finite box (a user's "everything") is the whole image, not an
-overflow, and the add-on (scene/selection.py) knows where a refined matte lands.
+overflow, and the add-on (addon/scene/selection.py) knows where a refined matte lands.
 """
 
 from __future__ import annotations
