@@ -79,7 +79,7 @@ class CoreMLCache:
         return folder
 
     def prune(self, prefix: str, *, keep: Path) -> list[Path]:
-        removed = []
+        removed: list[Path] = []
         if not self.root.is_dir():
             return removed
         for folder in self.root.iterdir():

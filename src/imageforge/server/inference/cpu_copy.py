@@ -165,7 +165,8 @@ def derive(
 
 def compare(expected: list[Any], actual: list[Any]) -> tuple[list[dict[str, Any]], str]:
     """Per-output figures and the first failed condition ('' when the copy passes), per the module docstring."""
-    checks, problem = [], ""
+    checks: list[dict[str, Any]] = []
+    problem = ""
     if len(expected) != len(actual):
         return checks, f"the copy has {len(actual)} outputs, the original {len(expected)}"
     for index, (reference, candidate) in enumerate(zip(expected, actual, strict=True)):
@@ -213,7 +214,8 @@ def _rewrite(source: Path, target: Path) -> dict[str, Any]:
     if completed.returncode != 0:
         lines = completed.stderr.strip().splitlines() or [f"exit status {completed.returncode}"]
         raise RuntimeError(lines[-1])
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])  # fp32_graph.main's line
+    return result
 
 
 def _session(module: Any, path: Path, threads: int) -> Any:

@@ -69,7 +69,9 @@ def detect_runtime(
 ) -> OrtRuntime:
     """Import ONNX Runtime (lazily: the server starts without it) and record what it offers here."""
     if module is None:
-        import onnxruntime as module  # heavy: imported only once a model is needed
+        import onnxruntime  # heavy: imported only once a model is needed
+
+        module = onnxruntime
     runtime = OrtRuntime(
         module=module,
         version=str(getattr(module, "__version__", "unknown")),

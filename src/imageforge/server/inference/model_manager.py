@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...contract import Device, ImageForgeError, ModelUnavailableError
 from ...contract.catalog import Family, ModelEntry
@@ -27,6 +27,19 @@ from .cpu_copy import cpu_graph, ready_copy
 from .devices import OrtRuntime, default_intra_op_threads, detect_runtime, resolve_device
 from .runner import LoadedSession, Warn, run
 from .session_factory import SessionRequest, create_session
+
+
+class SessionKey(NamedTuple):
+    """What a loaded session was made from: an equal key reuses it, an equal model key repeats a CPU pin."""
+
+    model: str
+    device: Device
+    files: tuple[tuple[str, int, int], ...]  # (path, size, mtime_ns) per file
+    provider_options: tuple[tuple[str, str], ...]
+    free_dimensions: tuple[tuple[str, int], ...]
+    threads: int
+    cpu_graph: str
+
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +79,7 @@ class SessionHandle:
     @property
     def threads(self) -> int:
         """The session's intra-op thread count (what it was created with)."""
-        return self._loaded.request.threads
+        return self._loaded.request.threads or default_intra_op_threads()  # as session_options() resolves it
 
     @property
     def providers(self) -> tuple[str, ...]:
@@ -106,8 +119,8 @@ class ModelManager:
         self._detecting = threading.Lock()
         self._load_lock = threading.RLock()  # held while loading: acquire, clear and close
         self._state_lock = threading.Lock()  # held briefly: what snapshot() reads
-        self._loaded: dict[Family, tuple[tuple, LoadedSession]] = {}
-        self._cpu_pins: dict[tuple, str] = {}  # models whose accelerator failed while running → why (_state_lock)
+        self._loaded: dict[Family, tuple[SessionKey, LoadedSession]] = {}
+        self._cpu_pins: dict[SessionKey, str] = {}  # models whose accelerator failed while running → why (_state_lock)
         self._device_warnings: list[str] = []  # every device warning since this server started (_state_lock)
         self._closed = False
 
@@ -157,13 +170,13 @@ class ModelManager:
             cpu_graph=self._cpu_graph(runtime, entry, files[0], choice.device, threads, progress),
         )
         stats = [path.stat() for path in request.files]
-        key = (
+        key = SessionKey(
             entry.key,
             choice.device,
             tuple((str(path), info.st_size, info.st_mtime_ns) for path, info in zip(request.files, stats, strict=True)),
             tuple(sorted(request.provider_options.items())),
             tuple(sorted(request.free_dimensions.items())),
-            request.threads,
+            threads,  # = request.threads
             str(request.cpu_graph),
         )
         with self._load_lock:
@@ -171,7 +184,7 @@ class ModelManager:
                 raise ImageForgeError("The server is shutting down; run the job again after it restarts.")
             cached = self._loaded.get(entry.family)
             reused = cached is not None and cached[0] == key and cached[1].created is not None
-            if reused:
+            if cached is not None and reused:
                 loaded = cached[1]
             else:
                 self._release(entry.family)
@@ -195,13 +208,13 @@ class ModelManager:
     def snapshot(self) -> dict[str, Any]:
         with self._state_lock:  # a job thread adds sessions and CPU pins meanwhile: copy both under the lock
             current = [(family, key, session, session.created) for family, (key, session) in self._loaded.items()]
-            cpu_only = sorted({key[0] for key in self._cpu_pins})
+            cpu_only = sorted({key.model for key in self._cpu_pins})
             device_warnings = list(self._device_warnings)
         loaded = [
             {
                 "family": family.value,
                 "model": session.request.name,
-                "requested_device": key[1].value,
+                "requested_device": key.device.value,
                 "device": created.device.value,
                 "provider": created.provider,
                 "providers": list(created.providers),
@@ -282,7 +295,7 @@ class ModelManager:
             return None
         return None if chosen == graph else chosen
 
-    def _load(self, runtime: OrtRuntime, family: Family, key: tuple, request: SessionRequest) -> LoadedSession:
+    def _load(self, runtime: OrtRuntime, family: Family, key: SessionKey, request: SessionRequest) -> LoadedSession:
         pinned = replace(request, device=Device.CPU) if self._cpu_pin(key) is not None else request
         created = create_session(runtime, pinned, coreml_cache=self._coreml_cache)
         log.info("Loaded %s on %s in %.3f s", request.name, created.provider, created.load_seconds)
@@ -292,7 +305,7 @@ class ModelManager:
             self._loaded[family] = (key, loaded)
         return loaded
 
-    def _pin_to_cpu(self, key: tuple, message: str) -> None:
+    def _pin_to_cpu(self, key: SessionKey, message: str) -> None:
         with self._state_lock:
             self._cpu_pins[key] = message
         self._note_device_warning(message)
@@ -302,7 +315,7 @@ class ModelManager:
             if message not in self._device_warnings:
                 self._device_warnings.append(message)
 
-    def _cpu_pin(self, key: tuple) -> str | None:
+    def _cpu_pin(self, key: SessionKey) -> str | None:
         with self._state_lock:
             return self._cpu_pins.get(key)
 

@@ -71,7 +71,8 @@ def run(loaded: LoadedSession, feeds: Mapping[str, Any], *, last_run: bool, warn
             log.warning("%s: %s", message, repr(error))  # a string: a kept log record must not pin the session
         # The error's traceback pinned the session; both are gone now, so the accelerator's memory is freed
         # before the CPU copy of the weights loads.
-        loaded.created = created = None
+        loaded.created = None
+        del created
         loaded.created = create_session(loaded.runtime, replace(loaded.request, device=Device.CPU))
         loaded.created = replace(loaded.created, fallback=message)
         loaded.on_cpu_fallback(message)
@@ -94,9 +95,11 @@ def run_options(runtime: OrtRuntime, created: CreatedSession, *, last_run: bool)
     return options
 
 
-def _run_once(loaded: LoadedSession, created: CreatedSession, feeds: Mapping[str, Any], last_run: bool):
+def _run_once(
+    loaded: LoadedSession, created: CreatedSession, feeds: Mapping[str, Any], last_run: bool
+) -> dict[str, Any]:
     session = created.session
-    names = [output.name for output in session.get_outputs()]
+    names: list[str] = [output.name for output in session.get_outputs()]
     values = session.run(names, dict(feeds), run_options(loaded.runtime, created, last_run=last_run))
     loaded.runs += 1
     return dict(zip(names, values, strict=True))

@@ -100,7 +100,7 @@ def create_session(
 def provider_list(request: SessionRequest, *, cache_folder: Path | None = None) -> list[tuple[str, dict[str, str]]]:
     """(provider, options) pairs in priority order; CPU always last so unsupported nodes still run."""
     extra = {str(name): str(value) for name, value in request.provider_options.items()}
-    cpu = (PROVIDERS[Device.CPU], {})
+    cpu: tuple[str, dict[str, str]] = (PROVIDERS[Device.CPU], {})
     if request.device is Device.CUDA:
         return [(PROVIDERS[Device.CUDA], {**CUDA_DEFAULTS, **extra}), cpu]
     if request.device is Device.DIRECTML:
@@ -151,7 +151,9 @@ def _open(runtime: OrtRuntime, request: SessionRequest, providers: list[tuple[st
     )
 
 
-def _cpu_session(runtime: OrtRuntime, request: SessionRequest, started: float, *, fallback: str | None):
+def _cpu_session(
+    runtime: OrtRuntime, request: SessionRequest, started: float, *, fallback: str | None
+) -> CreatedSession:
     if request.cpu_graph is not None:
         request = replace(request, files=(request.cpu_graph, *request.files[1:]))
     try:
