@@ -134,7 +134,9 @@ def _catch_up(partial: Path, size: int | None) -> tuple[hashlib._Hash, int]:
     return digest, offset
 
 
-def _request(session, url: str, name: str, host: str, offset: int, timeouts: Timeouts):
+def _request(
+    session: requests.Session, url: str, name: str, host: str, offset: int, timeouts: Timeouts
+) -> requests.Response:
     import requests
 
     headers = {"Accept-Encoding": "identity"}  # sizes and hashes are of the raw file
@@ -156,14 +158,14 @@ def _request(session, url: str, name: str, host: str, offset: int, timeouts: Tim
 _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)")
 
 
-def range_start(response) -> int | None:
+def range_start(response: requests.Response) -> int | None:
     if response.status_code != 206:
         return None
     match = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
     return int(match.group(1)) if match else -1
 
 
-def stated_total(response, offset: int) -> int | None:
+def stated_total(response: requests.Response, offset: int) -> int | None:
     """The whole file's size as the server states it, or None when it does not say."""
     if response.status_code == 206:
         match = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
@@ -175,7 +177,18 @@ def stated_total(response, offset: int) -> int | None:
     return int(length) + (offset if response.status_code == 206 else 0)
 
 
-def _stream(response, partial, offset, digest, expected, name, host, on_progress, cancelled, writer) -> int:
+def _stream(
+    response: requests.Response,
+    partial: Path,
+    offset: int,
+    digest: hashlib._Hash,
+    expected: Expected,
+    name: str,
+    host: str,
+    on_progress: Progress,
+    cancelled: Callable[[], bool],
+    writer: PartOpener,
+) -> int:
     import requests
 
     received = offset
@@ -210,7 +223,9 @@ def _stream(response, partial, offset, digest, expected, name, host, on_progress
     return received
 
 
-def _finish(partial, destination, digest, size, expected, *, resumed_from) -> FetchOutcome:
+def _finish(
+    partial: Path, destination: Path, digest: hashlib._Hash, size: int, expected: Expected, *, resumed_from: int
+) -> FetchOutcome:
     sha256 = digest.hexdigest()
     if expected.sha256 is not None and sha256 != expected.sha256.lower():
         partial.unlink(missing_ok=True)

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -65,7 +66,7 @@ class _Hooks:
 class _ObservedSession(requests.Session):
     """A `requests` session that, while one of our downloads runs in this thread, applies its hooks."""
 
-    def request(self, method, url, *args, **kwargs):
+    def request(self, method: str, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
         hooks: _Hooks | None = getattr(_active, "hooks", None)
         if hooks is None:
             return super().request(method, url, *args, **kwargs)
@@ -84,19 +85,21 @@ class _ObservedSession(requests.Session):
             etag = response.headers.get("X-Linked-Etag") or response.headers.get("ETag") or ""
             hooks.linked_etag = etag.removeprefix("W/").strip('"').lower() or None
         if kwargs.get("stream"):
-            response.iter_content = _observed_chunks(response, hooks)
+            # This one response's chunks are observed; the library calls its iter_content itself.
+            response.iter_content = _observed_chunks(response, hooks)  # type: ignore[method-assign,assignment]
         return response
 
 
-def _observed_chunks(response, hooks: _Hooks):
+def _observed_chunks(response: requests.Response, hooks: _Hooks) -> Callable[..., Iterator[str | bytes]]:
     original = response.iter_content
 
-    def iter_content(chunk_size=None, decode_unicode=False) -> Iterator[bytes]:
+    def iter_content(chunk_size: int | None = None, decode_unicode: bool = False) -> Iterator[str | bytes]:
         start = max(range_start(response) or 0, 0)
         total = stated_total(response, start)
         received = start
         hooks.on_progress(received, total)
-        chunks = original(chunk_size=CHUNK_SIZE, decode_unicode=decode_unicode)
+        # requests overloads iter_content on a literal decode_unicode; the library's own flag is passed through.
+        chunks: Iterator[str | bytes] = original(chunk_size=CHUNK_SIZE, decode_unicode=decode_unicode)  # type: ignore[call-overload]
         while True:
             if hooks.cancelled():
                 raise DownloadCancelled()
@@ -118,7 +121,7 @@ def _install_backend() -> None:
     with _configured:
         if not _backend_installed:
             from huggingface_hub import configure_http_backend
-            from huggingface_hub.utils import disable_progress_bars
+            from huggingface_hub.utils.tqdm import disable_progress_bars
 
             def factory() -> requests.Session:
                 session = _ObservedSession()
@@ -131,7 +134,7 @@ def _install_backend() -> None:
 
 
 @contextmanager
-def _observing(hooks: _Hooks):
+def _observing(hooks: _Hooks) -> Iterator[_Hooks]:
     _install_backend()
     _active.hooks = hooks
     try:
@@ -180,7 +183,9 @@ def fetch_with_hub_library(
     return _verify_and_place(staged, destination, model_file, hooks.linked_etag, host)
 
 
-def _verify_and_place(staged: Path, destination: Path, model_file: ModelFile, etag: str | None, host: str):
+def _verify_and_place(
+    staged: Path, destination: Path, model_file: ModelFile, etag: str | None, host: str
+) -> FetchOutcome:
     size = staged.stat().st_size
     if model_file.size is not None and size != model_file.size:
         staged.unlink(missing_ok=True)

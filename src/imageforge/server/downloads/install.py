@@ -41,7 +41,7 @@ class RetryPolicy:
 
     def delay(self, retry: int) -> float:
         """Seconds before retry number `retry` (1-based): 0.5, 1, 2, 4, 8 by default."""
-        return min(self.first_delay * 2 ** (retry - 1), self.max_delay)
+        return min(self.first_delay * 2.0 ** (retry - 1), self.max_delay)
 
 
 RETRY = RetryPolicy()
@@ -80,7 +80,17 @@ def ensure_models(
     return outcome
 
 
-def _fetch(storage_root, entry, item: FileStatus, sources, meter, cancelled, log, writer, retry) -> FetchOutcome:
+def _fetch(
+    storage_root: Path,
+    entry: ModelEntry,
+    item: FileStatus,
+    sources: DownloadSources,
+    meter: TransferMeter,
+    cancelled: Callable[[], bool],
+    log: Log,
+    writer: PartOpener,
+    retry: RetryPolicy,
+) -> FetchOutcome:
     failures: list[Exception] = []
     for source in sources.order():
         try:
@@ -103,7 +113,18 @@ def _fetch(storage_root, entry, item: FileStatus, sources, meter, cancelled, log
     raise failures[-1]
 
 
-def _fetch_from(source, storage_root, entry, item, sources, meter, cancelled, log, writer, retry) -> FetchOutcome:
+def _fetch_from(
+    source: Source,
+    storage_root: Path,
+    entry: ModelEntry,
+    item: FileStatus,
+    sources: DownloadSources,
+    meter: TransferMeter,
+    cancelled: Callable[[], bool],
+    log: Log,
+    writer: PartOpener,
+    retry: RetryPolicy,
+) -> FetchOutcome:
     retries = 0  # in a row, without the `.part` growing
     while True:
         try:
@@ -139,7 +160,14 @@ def _wait(seconds: float, cancelled: Callable[[], bool]) -> None:
         time.sleep(min(left, 0.1))
 
 
-def _fetch_with_library(storage_root, entry, item, sources, meter, cancelled) -> FetchOutcome:
+def _fetch_with_library(
+    storage_root: Path,
+    entry: ModelEntry,
+    item: FileStatus,
+    sources: DownloadSources,
+    meter: TransferMeter,
+    cancelled: Callable[[], bool],
+) -> FetchOutcome:
     from .hub_library import clear_staging, fetch_with_hub_library  # huggingface_hub is imported only when needed
 
     staging = staging_root(storage_root, entry)

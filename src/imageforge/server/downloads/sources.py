@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -59,7 +60,7 @@ class DownloadSettings:
     timeouts: Timeouts = Timeouts()
 
     @classmethod
-    def from_environment(cls, environ: dict[str, str] | None = None) -> DownloadSettings:
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> DownloadSettings:
         environ = os.environ if environ is None else environ
         mirror = (environ.get(MIRROR_VARIABLE) or "").strip().rstrip("/")
         return cls(
@@ -72,7 +73,7 @@ class DownloadSettings:
         )
 
 
-def _seconds(environ, name: str, default: float) -> float:
+def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
     try:
         value = float(environ.get(name, default))
     except ValueError:
