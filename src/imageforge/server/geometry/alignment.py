@@ -25,20 +25,22 @@ class Similarity:
         rotation = extrinsics[..., :3] @ self.rotation.T
         centre_b = camera_centres(extrinsics)
         centre_a = self.scale * centre_b @ self.rotation.T + self.translation
-        translation = -np.einsum("...ij,...j->...i", rotation, centre_a)
+        translation: np.ndarray = -np.einsum("...ij,...j->...i", rotation, centre_a)
         return np.concatenate([rotation, translation[..., None]], axis=-1)
 
 
 def camera_centres(extrinsics: np.ndarray) -> np.ndarray:
     """World-space camera centres C = −Rᵀt of world-to-camera extrinsics (…×3×4)."""
     rotation, translation = extrinsics[..., :3], extrinsics[..., 3]
-    return -np.einsum("...ji,...j->...i", rotation, translation)
+    centres: np.ndarray = -np.einsum("...ji,...j->...i", rotation, translation)
+    return centres
 
 
 def nearest_rotation(matrix: np.ndarray) -> np.ndarray:
     u, _, vt = np.linalg.svd(matrix)
     correction = np.diag([1.0, 1.0, np.sign(np.linalg.det(u @ vt))])
-    return u @ correction @ vt
+    rotation: np.ndarray = u @ correction @ vt
+    return rotation
 
 
 def align_windows(

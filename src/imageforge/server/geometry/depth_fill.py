@@ -70,7 +70,7 @@ def fill_depth_behind(frame: GeometryFrame, hole: np.ndarray) -> GeometryFrame:
 def surface_normals(points: np.ndarray) -> np.ndarray:
     """Unit normals (h, w, 3) of a grid of camera-space points, facing the camera (OpenCV axes: n·z < 0)."""
     along_y, along_x = np.gradient(points.astype(np.float64), axis=(0, 1))
-    normal = np.cross(along_x, along_y)
+    normal: np.ndarray = np.cross(along_x, along_y)
     normal /= np.maximum(np.linalg.norm(normal, axis=-1, keepdims=True), 1e-12)
     normal *= np.where(normal[..., 2:3] > 0, -1.0, 1.0)
     return normal.astype(np.float32)
@@ -102,4 +102,5 @@ def harmonic_fill(values: np.ndarray, known: np.ndarray) -> np.ndarray:
 
 def _reduce(plane: np.ndarray) -> np.ndarray:
     """Sum of each 2 × 2 block (even-sized input)."""
-    return plane[0::2, 0::2] + plane[1::2, 0::2] + plane[0::2, 1::2] + plane[1::2, 1::2]
+    summed: np.ndarray = plane[0::2, 0::2] + plane[1::2, 0::2] + plane[0::2, 1::2] + plane[1::2, 1::2]
+    return summed

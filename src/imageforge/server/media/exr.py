@@ -65,6 +65,7 @@ def _colour_channels(names: list[str]) -> tuple[str, tuple[str, ...]] | None:
     # Prefer the unprefixed layer, then Blender's Combined pass, then any other layer, in name order.
     prefixes.sort(key=lambda prefix: (prefix != "", not prefix.endswith("Combined."), prefix))
     for prefix in prefixes:
+        colour: tuple[str, ...]
         if {prefix + "R", prefix + "G", prefix + "B"} <= present:
             colour = (prefix + "R", prefix + "G", prefix + "B")
         elif prefix + "Y" in present:

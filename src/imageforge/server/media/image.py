@@ -74,7 +74,7 @@ class Image:
 
     @property
     def has_alpha(self) -> bool:
-        return self.pixels.shape[2] == 4
+        return bool(self.pixels.shape[2] == 4)
 
     @property
     def rgb(self) -> np.ndarray:
@@ -90,7 +90,8 @@ class Image:
         """RGB composited over black, (H, W, 3) float32: what the models see for transparent sources."""
         if not self.has_alpha or self.alpha_mode is AlphaMode.PREMULTIPLIED:
             return np.ascontiguousarray(self.rgb)
-        return self.rgb * self.pixels[..., 3:4]
+        composited: np.ndarray = self.rgb * self.pixels[..., 3:4]
+        return composited
 
     def straight(self) -> Image:
         """This image with straight alpha (divides premultiplied colour by alpha where alpha > 0)."""

@@ -92,7 +92,9 @@ def _pillow_plane(plane: np.ndarray) -> PILImage.Image:
     return image
 
 
-def _resized_rows(source: PILImage.Image, size: tuple[int, int], top: int, bottom: int, method) -> np.ndarray:
+def _resized_rows(
+    source: PILImage.Image, size: tuple[int, int], top: int, bottom: int, method: PILImage.Resampling
+) -> np.ndarray:
     """Output rows top … bottom − 1 of `source` resized to `size`, as a float32 (rows, width) array.
 
     Pillow's `box` maps exactly those rows' span of the source onto them and still reads the filter's support
@@ -147,7 +149,8 @@ def sample_bilinear(plane: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.nda
     fx, fy = (xs - left)[None, :, None], (ys - top)[:, None, None]
     upper = plane[np.ix_(top, left)] * (1 - fx) + plane[np.ix_(top, right)] * fx
     lower = plane[np.ix_(bottom, left)] * (1 - fx) + plane[np.ix_(bottom, right)] * fx
-    return (upper * (1 - fy) + lower * fy).astype(np.float32)
+    samples: np.ndarray = (upper * (1 - fy) + lower * fy).astype(np.float32)
+    return samples
 
 
 def resize_bilinear(plane: np.ndarray, size: tuple[int, int]) -> np.ndarray:

@@ -92,8 +92,8 @@ def find_in_folder(directory: Path) -> FrameSequence:
     (prefix, suffix), numbered = next(iter(groups.items()))
     for number, paths in numbered.items():
         if len(paths) > 1:
-            names = " and ".join(sorted(path.name for path in paths))
-            raise InputError(f"The folder '{directory.name}' has two files for frame {number} ({names}); remove one.")
+            both = " and ".join(sorted(path.name for path in paths))
+            raise InputError(f"The folder '{directory.name}' has two files for frame {number} ({both}); remove one.")
     widths = {len(paths[0].name) - len(prefix) - len(suffix) for paths in numbered.values()}
     pattern = prefix + "#" * min(widths) + suffix
     return _sequence(directory, pattern, {number: paths[0] for number, paths in numbered.items()})

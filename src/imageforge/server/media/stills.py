@@ -117,7 +117,7 @@ def _probe_with_pillow(path: Path, png: tuple[int, int, int, int] | None) -> Sti
 
 def _probe_with_pyav(path: Path) -> tuple[int, int]:
     try:
-        with open(path, "rb") as handle, av.open(handle) as container:
+        with open(path, "rb") as handle, av.open(handle, "r") as container:
             stream = container.streams.video[0]
             width, height = stream.codec_context.width, stream.codec_context.height
     except (av.FFmpegError, IndexError) as error:
@@ -180,7 +180,7 @@ def _pillow_floats(image: PILImage.Image, mode: str) -> np.ndarray:
 def _decode_with_pyav(info: StillInfo) -> np.ndarray:
     path = info.path
     try:
-        with open(path, "rb") as handle, av.open(handle) as container:
+        with open(path, "rb") as handle, av.open(handle, "r") as container:
             for frame in container.decode(video=0):
                 if info.sample_kind is SampleKind.FLOAT:
                     return np.asarray(frame.to_ndarray(), dtype=np.float32)  # gbrpf32le arrives as RGB

@@ -66,8 +66,11 @@ def probe_video(path: Path) -> VideoInfo:
             alpha = len(video_format.components) in (2, 4) or stream.metadata.get("alpha_mode") == "1"
             deep = max(component.bits for component in video_format.components) > 8
             rate = stream.average_rate or stream.guessed_rate or stream.base_rate or Fraction(24)
+            time_base = stream.time_base
+            if time_base is None:  # PyAV's answer for a zero denominator: the stream's timestamps mean nothing
+                raise corrupt(path, "not a readable video")
             duration = (
-                float(stream.duration * stream.time_base)
+                float(stream.duration * time_base)
                 if stream.duration
                 else (container.duration / 1_000_000 if container.duration else None)
             )
@@ -79,7 +82,7 @@ def probe_video(path: Path) -> VideoInfo:
                 width=context.width,
                 height=context.height,
                 frame_rate=Fraction(rate),
-                time_base=Fraction(stream.time_base),
+                time_base=Fraction(time_base),
                 frame_count=frames,
                 duration=duration,
                 has_alpha=alpha,
@@ -128,12 +131,16 @@ def iter_video_frames(info: VideoInfo) -> Iterator[tuple[int, int | None, Image]
         raise corrupt(info.path, f"frame {index + 1} cannot be decoded") from error
 
 
-def _decoded(container, stream, info: VideoInfo) -> Iterator[av.VideoFrame]:
+def _decoded(
+    container: av.container.InputContainer, stream: av.VideoStream, info: VideoInfo
+) -> Iterator[av.VideoFrame]:
     decoder_name = _LIBVPX_DECODERS.get(info.codec) if info.has_alpha else None
     if decoder_name is None:
         yield from container.decode(stream)
         return
     decoder = av.CodecContext.create(decoder_name, "r")
+    if not isinstance(decoder, av.VideoCodecContext):  # _LIBVPX_DECODERS names video decoders only
+        raise TypeError(f"{decoder_name} is not a video decoder")
     decoder.width, decoder.height = info.width, info.height
     for packet in container.demux(stream):
         for frame in decoder.decode(packet):

@@ -93,6 +93,8 @@ class VideoWriter:
             self._container = av.open(str(temporary), "w", format=plan.container_format)
             self._stack.callback(self._container.close)
             stream = self._container.add_stream(plan.encoder, rate=plan.frame_rate, options=dict(plan.options))
+            if not isinstance(stream, av.VideoStream):  # video_plan.py only names video encoders
+                raise TypeError(f"{plan.encoder} is not a video encoder")
             stream.width, stream.height, stream.pix_fmt = plan.width, plan.height, plan.pix_fmt
             stream.time_base = plan.time_base
             context = stream.codec_context

@@ -27,5 +27,6 @@ def write_npz(path: Path, arrays: Mapping[str, np.ndarray], *, compressed: bool 
     """Atomically write named arrays to a .npz (compressed by default); returns `path`."""
     save = np.savez_compressed if compressed else np.savez
     with atomic_file(Path(path)) as temporary, open(temporary, "wb") as handle:
-        save(handle, **{name: np.asarray(array) for name, array in arrays.items()})
+        # numpy types **kwds as possibly its allow_pickle flag; these are only array names.
+        save(handle, **{name: np.asarray(array) for name, array in arrays.items()})  # type: ignore[arg-type]
     return Path(path)

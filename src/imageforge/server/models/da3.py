@@ -30,8 +30,9 @@ from typing import ClassVar
 import numpy as np
 
 from ...contract import ModelUnavailableError
-from ...contract.catalog import Family
+from ...contract.catalog import Family, ModelEntry
 from ..geometry.attention import PATCH_SIZE, AttentionEstimate
+from ..inference import SessionHandle
 from ..media import resize
 from .base import Adapter
 
@@ -123,7 +124,7 @@ class DepthAnything3Adapter(Adapter):
     name: ClassVar[str] = "da3"
     family: ClassVar[Family] = Family.MULTIVIEW
 
-    def __init__(self, entry, handle) -> None:
+    def __init__(self, entry: ModelEntry, handle: SessionHandle) -> None:
         super().__init__(entry, handle)
         images = [item for item in self.inputs.values() if item.type.startswith("tensor(float")]
         if len(self.inputs) != 1 or len(images) != 1 or len(images[0].shape) not in (4, 5) or not self.outputs:

@@ -36,7 +36,8 @@ def over_black(pixels: np.ndarray) -> np.ndarray:
     """Display pixels (H, W, 3|4) composited over black: the RGB a background model analyses."""
     if pixels.shape[2] == 3:
         return pixels
-    return pixels[..., :3] * pixels[..., 3:4]
+    composited: np.ndarray = pixels[..., :3] * pixels[..., 3:4]
+    return composited
 
 
 def over_black_at(pixels: np.ndarray, size: tuple[int, int]) -> np.ndarray:

@@ -20,9 +20,10 @@ from typing import ClassVar
 import numpy as np
 
 from ...contract import ModelUnavailableError
-from ...contract.catalog import Family
+from ...contract.catalog import Family, ModelEntry
 from ..geometry.frame import GeometryFrame
 from ..geometry.moge import geometry_from_moge, num_tokens
+from ..inference import SessionHandle
 from ..media import fit_long_edge_size, resize
 from .base import Adapter
 
@@ -66,7 +67,7 @@ class MoGe2Adapter(Adapter):
     # Dynamic H/W and num_tokens partitions fail inside CoreML; static-shape-only keeps them on CPU.
     coreml_options: ClassVar[dict[str, str]] = {"RequireStaticInputShapes": "1"}
 
-    def __init__(self, entry, handle) -> None:
+    def __init__(self, entry: ModelEntry, handle: SessionHandle) -> None:
         super().__init__(entry, handle)
         images = [
             item for item in self.inputs.values() if item.type.startswith("tensor(float") and len(item.shape) == 4

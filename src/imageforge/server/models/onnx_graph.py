@@ -9,16 +9,18 @@ Used to verify a model's last operation (BEN2's matte must end in a sigmoid) whe
 from __future__ import annotations
 
 import mmap
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
 _MODEL_GRAPH, _GRAPH_NODE = 7, 1
 _NODE_INPUT, _NODE_OUTPUT, _NODE_OP_TYPE = 1, 2, 4
+Span = tuple[int, int]  # (start, end) of a length-delimited field's bytes
 # Operators that pass values through unchanged (or only change their dtype or shape): looked through.
 PASS_THROUGH = frozenset({"Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})
 
 
-def _varint(data, position: int) -> tuple[int, int]:
+def _varint(data: memoryview, position: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         byte = data[position]
@@ -29,7 +31,7 @@ def _varint(data, position: int) -> tuple[int, int]:
         shift += 7
 
 
-def _fields(data, start: int, end: int):
+def _fields(data: memoryview, start: int, end: int) -> Iterator[tuple[int, int, int | Span]]:
     """(field number, wire type, value or (start, end) of a length-delimited field) of one message."""
     position = start
     while position < end:
@@ -50,7 +52,7 @@ def _fields(data, start: int, end: int):
             raise ValueError(f"unsupported protobuf wire type {wire}")
 
 
-def _text(data, span: tuple[int, int]) -> str:
+def _text(data: memoryview, span: Span) -> str:
     return bytes(data[span[0] : span[1]]).decode("utf-8")
 
 
@@ -61,15 +63,18 @@ def _producers(path: str, size: int, mtime_ns: int) -> dict[str, tuple[str, tupl
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
         view = memoryview(data)
         try:
-            for number, wire, graph in _fields(view, 0, len(view)):
-                if number != _MODEL_GRAPH or wire != 2:
+            # A span (not an int) is a length-delimited field: wire type 2.
+            for number, _wire, graph in _fields(view, 0, len(view)):
+                if number != _MODEL_GRAPH or not isinstance(graph, tuple):
                     continue
-                for field, kind, node in _fields(view, *graph):
-                    if field != _GRAPH_NODE or kind != 2:
+                for field, _kind, node in _fields(view, *graph):
+                    if field != _GRAPH_NODE or not isinstance(node, tuple):
                         continue
-                    inputs, outputs, op_type = [], [], ""
-                    for part, part_kind, value in _fields(view, *node):
-                        if part_kind != 2:
+                    inputs: list[str] = []
+                    outputs: list[str] = []
+                    op_type = ""
+                    for part, _part_kind, value in _fields(view, *node):
+                        if not isinstance(value, tuple):
                             continue
                         if part == _NODE_INPUT:
                             inputs.append(_text(view, value))
