@@ -51,6 +51,8 @@ MAX_INPUT_SIZE_LIMIT = 8192  # the longest edge any job analyses
 RESOLUTION_LEVEL_DEFAULT = 9
 RESOLUTION_LEVEL_MAX = 9  # MoGe-2's finest token budget
 INPAINT_INPUT_SIZE_DEFAULT = 1024  # LaMa is trained at 256² and holds up to about 2k; CPU cost grows with area
+REFINE_PADDING_DEFAULT = 32  # context pixels around a refined selection (the cutout job refines with it too)
+MEMORY_BUDGET_GIB_DEFAULT = 4.0  # attention memory per DA3 run (the debug job's guard uses it too)
 
 # Fields shared by every inference job. Declared once; each job's dataclass lists them explicitly
 # (dataclass inheritance would put defaulted fields before required ones).
@@ -121,7 +123,9 @@ class UpscaleImageParams:
 class RefineImageSelectionParams:
     input: str = param(doc="Path of a still image.", path=True)
     selection: Selection = param(doc="Region to refine, in image pixels.")
-    padding: int = param(32, doc="Context pixels added around the selection.", minimum=0, maximum=4096)
+    padding: int = param(
+        REFINE_PADDING_DEFAULT, doc="Context pixels added around the selection.", minimum=0, maximum=4096
+    )
     model: str | None = param(None, doc=_MODEL_DOC)
     device: Device = _device()
     max_input_size: int = _max_input_size()
@@ -177,7 +181,7 @@ class MultiviewParams:
     max_frames: int = param(0, doc="At most this many frames; 0 uses all of them.", minimum=0, maximum=100_000)
     windowed: bool = param(False, doc="Process long sequences in overlapping windows aligned to each other.")
     memory_budget_gib: float = param(
-        4.0, doc="Attention memory allowed per model run (GiB).", minimum=0.1, maximum=1024
+        MEMORY_BUDGET_GIB_DEFAULT, doc="Attention memory allowed per model run (GiB).", minimum=0.1, maximum=1024
     )
     model: str | None = param(None, doc=_MODEL_DOC)
     device: Device = _device()

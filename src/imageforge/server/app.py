@@ -12,7 +12,7 @@ from .downloads.sources import DownloadSources
 from .handler import make_handler
 from .inference import ModelManager
 from .inference.devices import intra_op_threads
-from .job_folders import mark_interrupted_jobs
+from .job_folders import InterruptedJobs, mark_interrupted_jobs
 from .jobs import JOB_RUNNERS
 from .security import AuthenticatedJobServer
 
@@ -24,26 +24,26 @@ def create_server() -> JobServer:
     for job_id, spec in JOB_SPECS.items():
         job_server.job(job_id.value)(make_handler(spec, JOB_RUNNERS[job_id]))
 
-    @job_server.resource("job_folders")
-    def job_folders(bound_server: JobServer):
+    @job_server.resource("job_folders")  # type: ignore[untyped-decorator]  # BlendJob ships no types
+    def job_folders(bound_server: JobServer) -> InterruptedJobs:
         # Runs once the server is bound to its storage root: make it private (an earlier version or the
         # client's umask may have left it readable), then settle what a killed server left behind.
         make_storage_private(bound_server.storage_root)
         return mark_interrupted_jobs(bound_server.storage_root)
 
-    @job_server.resource("downloads")
+    @job_server.resource("downloads")  # type: ignore[untyped-decorator]  # BlendJob ships no types
     def downloads(_bound_server: JobServer) -> DownloadSources:
         # The hub-or-mirror choice, sticky for this process; its snapshot() is what the panel shows.
         return DownloadSources()
 
-    @job_server.resource("models")
+    @job_server.resource("models")  # type: ignore[untyped-decorator]  # BlendJob ships no types
     def models(bound_server: JobServer) -> ModelManager:
         # One warm session per model family, shared by jobs; ONNX Runtime is detected in the background.
         manager = ModelManager(bound_server.storage_root)
         manager.start_detection()
         return manager
 
-    @job_server.resource("clients")
+    @job_server.resource("clients")  # type: ignore[untyped-decorator]  # BlendJob ships no types
     def clients(bound_server: JobServer) -> ClientRegistry:
         # Who is attached; ends leases of vanished clients (cancelling their jobs), exits after the linger time.
         registry = ClientRegistry(bound_server, linger=getattr(bound_server, "linger", DEFAULT_LINGER_SECONDS))

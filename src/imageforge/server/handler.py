@@ -30,8 +30,8 @@ class InvalidResultError(ImageForgeError):
     """A job returned a result that does not name files inside its own folder (a server bug)."""
 
 
-def make_handler(spec: JobSpec, run: Runner) -> Callable[[Any, dict], dict[str, str]]:
-    def handler(context: Any, raw_parameters: dict) -> dict[str, str]:
+def make_handler(spec: JobSpec, run: Runner) -> Callable[[Any, dict[str, Any]], dict[str, str]]:
+    def handler(context: Any, raw_parameters: dict[str, Any]) -> dict[str, str]:
         directory = Path(context.directory)
         write_state(directory, JobState.RUNNING)
         try:

@@ -59,7 +59,7 @@ def write(context: Any, directory: Path) -> dict[str, str]:
     return {RESULT_KEY: FILE}
 
 
-def _list(context: Any, name: str) -> list:
+def _list(context: Any, name: str) -> list[Any]:
     values = getattr(context, name, None)
     if values is None:
         values = []

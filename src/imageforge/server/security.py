@@ -20,7 +20,7 @@ The token and port come from the credentials file the client wrote just before s
 from __future__ import annotations
 
 import hmac
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from blendjob import JobServer
 
@@ -36,10 +36,13 @@ from ..contract.server_credentials import (
 )
 from .clients import CURRENT_CLIENT, ClientRegistry, ServerClosingError
 
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
 Scope = dict[str, Any]
 
 
-class AuthenticatedJobServer(JobServer):
+class AuthenticatedJobServer(JobServer):  # type: ignore[misc]  # BlendJob ships no types: JobServer is Any
     """A JobServer whose app refuses requests without this start's token or with a foreign Host or an Origin."""
 
     def create_app(self, instance_id: str, storage_root: Any = None) -> Any:
@@ -53,7 +56,7 @@ class AuthenticatedJobServer(JobServer):
         app.add_middleware(LoopbackGuard, credentials=credentials, clients=registry)
         return app
 
-    def submit(self, job_type: str, parameters: dict, *, job_id: str | None = None) -> Any:
+    def submit(self, job_type: str, parameters: dict[str, Any], *, job_id: str | None = None) -> Any:
         """BlendJob's submit, remembering which attached client asked (its jobs end with its lease)."""
         context = super().submit(job_type, parameters, job_id=job_id)
         registry = self.resources.get("clients")
@@ -62,12 +65,12 @@ class AuthenticatedJobServer(JobServer):
         return context
 
 
-def add_client_routes(app: Any, registry: ClientRegistry) -> None:
+def add_client_routes(app: FastAPI, registry: ClientRegistry) -> None:
     """Attach, heartbeat and detach (contract.server_clients), behind the same guard as every route."""
     from fastapi import HTTPException
 
     @app.post(CLIENTS_PATH)
-    def attach(payload: dict) -> dict:
+    def attach(payload: dict[str, Any]) -> dict[str, Any]:
         try:
             client = registry.attach(int(payload["pid"]), ClientKind(str(payload["kind"])))
         except ServerClosingError as error:  # the client waits for this process to end and starts a new one
@@ -77,11 +80,11 @@ def add_client_routes(app: Any, registry: ClientRegistry) -> None:
         return {"client_id": client.client_id, **registry.snapshot()}
 
     @app.post(CLIENTS_PATH + "/{client_id}/heartbeat")
-    def heartbeat(client_id: str) -> dict:
+    def heartbeat(client_id: str) -> dict[str, Any]:
         return {"known": registry.seen(client_id)}
 
     @app.delete(CLIENTS_PATH + "/{client_id}")
-    def detach(client_id: str) -> dict:
+    def detach(client_id: str) -> dict[str, Any]:
         return {"detached": registry.detach(client_id)}
 
 

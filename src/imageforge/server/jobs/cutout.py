@@ -30,7 +30,7 @@ import numpy as np
 
 from ...contract import InputError
 from ...contract.catalog import Family
-from ...contract.jobs import INPAINT_INPUT_SIZE_DEFAULT, CutoutParams, NormalMode, RefineImageSelectionParams
+from ...contract.jobs import INPAINT_INPUT_SIZE_DEFAULT, REFINE_PADDING_DEFAULT, CutoutParams, NormalMode
 from ...contract.parameters import Selection
 from ..geometry.depth_fill import fill_depth_behind
 from ..geometry.frame import GeometryFrame
@@ -47,7 +47,6 @@ from .refine_selection import refine_alpha
 from .remove_background import with_alpha
 from .selection_mask import check_overlap, polygon_coverage
 
-REFINE_PADDING = RefineImageSelectionParams.__dataclass_fields__["padding"].default
 VISIBLE = 1.0 / 512  # a refined matte below this is invisible even in 8 bits: outside the crop
 
 
@@ -74,7 +73,7 @@ def run_generate_cutout_artifacts(context: Any, params: CutoutParams) -> dict[st
         progress.stage(0.1, "Refining selection")
         selection = params.selection or Selection(box=(0.0, 0.0, float(size[0]), float(size[1])))
         matte = refine_alpha(
-            refiner, pixels, selection, REFINE_PADDING, params.max_input_size, last_run=True, log=context.log
+            refiner, pixels, selection, REFINE_PADDING_DEFAULT, params.max_input_size, last_run=True, log=context.log
         )
         matte[matte < VISIBLE] = 0.0
     else:

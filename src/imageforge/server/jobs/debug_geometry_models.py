@@ -19,7 +19,7 @@ import numpy as np
 
 from ...contract import ResourceExhaustedError
 from ...contract.catalog import Family
-from ...contract.jobs import DebugParams, MultiviewParams
+from ...contract.jobs import MEMORY_BUDGET_GIB_DEFAULT, DebugParams
 from ..geometry.attention import GIB
 from ..media import open_input
 from ..models.display import display_pixels, over_black
@@ -28,7 +28,6 @@ from .debug_report import start_debug, write_debug_outputs
 from .image_job import JobProgress
 from .multiview_cameras import load_multiview
 
-DEFAULT_BUDGET_GIB = MultiviewParams.__dataclass_fields__["memory_budget_gib"].default
 DEBUG_RESOLUTION_LEVEL = 9
 
 
@@ -74,10 +73,10 @@ def run_debug_da3(context: Any, params: DebugParams) -> dict[str, str]:
     adapter = load_multiview(context, progress, params.model, params.device)
     timings = {"load": time.perf_counter() - started}
     estimate = adapter.attention(source.frame_count)
-    if estimate.bytes > DEFAULT_BUDGET_GIB * GIB:
+    if estimate.bytes > MEMORY_BUDGET_GIB_DEFAULT * GIB:
         raise ResourceExhaustedError(
             f"{source.frame_count} frames at {adapter.size} px need about {estimate.bytes / GIB:.1f} GiB of attention "
-            f"memory; debug at most {estimate.max_views(DEFAULT_BUDGET_GIB * GIB)} frames at once."
+            f"memory; debug at most {estimate.max_views(MEMORY_BUDGET_GIB_DEFAULT * GIB)} frames at once."
         )
     started = time.perf_counter()
     tensors, placements, first = [], [], None
