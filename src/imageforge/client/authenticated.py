@@ -28,7 +28,7 @@ class ServerIdentityError(RuntimeError):
     """The process answering on the server's port could not prove it is the server; nothing was sent to it."""
 
 
-class AuthenticatedJobClient(JobClient):
+class AuthenticatedJobClient(JobClient):  # type: ignore[misc]  # BlendJob ships no types
     """A JobClient for one server start: its port and its token, sent only to a process that proves it."""
 
     def __init__(self, credentials: ServerCredentials, *, host: str = "127.0.0.1", timeout: float = 2.0) -> None:

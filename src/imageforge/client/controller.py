@@ -24,12 +24,13 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import blendjob
 from blendjob import JobRuntime
@@ -60,8 +61,15 @@ BLENDJOB_ROOT = Path(blendjob.__file__).resolve().parents[1]
 CommandFactory = Callable[[int, str, "int | None"], list[str]]
 
 
-class ImageForgeServerController(ServerController):
+class ImageForgeServerController(ServerController):  # type: ignore[misc]  # BlendJob ships no types
     """BlendJob's controller, authenticated, with a non-blocking stop and readable crash reports."""
+
+    # Set by ServerController.__init__; declared here for the type checker. A process and its connection are
+    # set and cleared together.
+    connection: ServerConnection | None
+    process: subprocess.Popen[bytes] | RegisteredServerProcess | None
+    log_file: TextIO | None
+    snapshot: dict[str, Any]
 
     def __init__(
         self,
@@ -75,7 +83,7 @@ class ImageForgeServerController(ServerController):
         self.kind = kind or this_process_kind()
         self.writer = writer  # setup/migration's own server: the caller holds the storage lock, not the server
         self.attachment: Attachment | None = None
-        self.last_answer: dict[str, tuple[float, dict]] = {}  # job id -> (when, last status the server gave)
+        self.last_answer: dict[str, tuple[float, dict[str, Any]]] = {}  # job id -> (when, last status the server gave)
         self.base_command_factory = command_factory
         self.issued: ServerCredentials | None = None
         self.crash_message: str | None = None
@@ -127,6 +135,9 @@ class ImageForgeServerController(ServerController):
             self.log_file = log_path.open("a", encoding="utf-8")
             try:
                 command = self.command_factory(port, instance_id, listener.fileno() if listener else None)
+                credentials = self.issued  # what _command_with_credentials just wrote for this command
+                if credentials is None:
+                    raise RuntimeError("The job server command was built without credentials.")
                 self.process = subprocess.Popen(
                     command,
                     stdout=self.log_file,
@@ -152,7 +163,7 @@ class ImageForgeServerController(ServerController):
                 "instance_id": instance_id,
             },
         )
-        self.connection = ServerConnection(port, self.process.pid, instance_id, AuthenticatedJobClient(self.issued))
+        self.connection = ServerConnection(port, self.process.pid, instance_id, AuthenticatedJobClient(credentials))
         self.snapshot = {"state": "STARTING", "message": "Starting", "port": port}
         return self.connection
 
@@ -199,9 +210,9 @@ class ImageForgeServerController(ServerController):
 
     # -- the lease: attach once the server answers, detach when done ------------------------------------------
 
-    def health(self, timeout: float = 0.3) -> dict:
-        health = super().health(timeout=timeout)
-        connection = self.connection
+    def health(self, timeout: float = 0.3) -> dict[str, Any]:
+        health: dict[str, Any] = super().health(timeout=timeout)
+        connection = self._connected()
         if self.attachment is None or self.attachment.instance_id != connection.instance_id:
             if self.attachment is not None:
                 self.attachment.detach()
@@ -245,7 +256,7 @@ class ImageForgeServerController(ServerController):
             except ServerIdentityError:
                 raise
             except RuntimeError:
-                if self.process.poll() is not None:
+                if self.process is None or self.process.poll() is not None:
                     self.connection = self.process = None
                     return None
                 if time.monotonic() >= deadline:
@@ -268,7 +279,7 @@ class ImageForgeServerController(ServerController):
         if attachment is not None:
             attachment.detach()
 
-    def other_clients(self) -> list[dict]:
+    def other_clients(self) -> list[dict[str, Any]]:
         """The other clients attached to the server (from the last health snapshot): Stop stops theirs too."""
         own = self.attachment.client_id if self.attachment is not None else None
         listed = ((self.snapshot.get("resources") or {}).get("clients") or {}).get("clients") or []
@@ -346,20 +357,20 @@ class ImageForgeServerController(ServerController):
             except RuntimeError:
                 self.snapshot = {**self.snapshot, "state": "BUSY", "message": "Busy (the server is loading a model)"}
                 return 1.0
-        interval = super().poll(available=available)
+        interval: float = super().poll(available=available)
         if available and self.crash_message and self.process is None:
             self.snapshot = {"state": "ERROR", "message": self.crash_message}
         return interval
 
-    def submit(self, job_type: str, parameters: dict) -> dict:
+    def submit(self, job_type: str, parameters: dict[str, Any]) -> dict[str, Any]:
         submitted = super().submit(job_type, parameters)
         job_id = submitted.get("job_id")
         if not isinstance(job_id, str) or not JOB_ID.fullmatch(job_id):
             raise RuntimeError("The job server answered with an invalid job id; nothing was read from it.")
-        self.job_servers[job_id] = self.connection.instance_id
+        self.job_servers[job_id] = self._connected().instance_id
         return {**submitted, "directory": str(self.job_directory(job_id))}
 
-    def status(self, job_id: str) -> dict:
+    def status(self, job_id: str) -> dict[str, Any]:
         """A job's status from the server that runs it, within about a second.
 
         Never starts a server (one that does not know the job could only say "not found"): a server that died
@@ -369,7 +380,7 @@ class ImageForgeServerController(ServerController):
         """
         self._require_running(job_id)
         try:
-            answer = self.connection.client.request("GET", f"/jobs/{job_id}", timeout=STATUS_SECONDS)
+            answer = self._connected().client.request("GET", f"/jobs/{job_id}", timeout=STATUS_SECONDS)
         except ServerIdentityError:
             raise
         except RuntimeError as error:
@@ -386,9 +397,10 @@ class ImageForgeServerController(ServerController):
             self.last_answer[job_id] = (time.monotonic(), answer)
         return {**answer, "job_id": job_id, "directory": str(self.job_directory(job_id))}
 
-    def cancel(self, job_id: str) -> dict:
+    def cancel(self, job_id: str) -> dict[str, Any]:
         self._require_running(job_id)
-        return self.connection.client.request("DELETE", f"/jobs/{job_id}", timeout=STATUS_SECONDS)
+        answer: dict[str, Any] = self._connected().client.request("DELETE", f"/jobs/{job_id}", timeout=STATUS_SECONDS)
+        return answer
 
     def job_directory(self, job_id: str) -> Path:
         if not JOB_ID.fullmatch(job_id):
@@ -405,8 +417,14 @@ class ImageForgeServerController(ServerController):
         if self.process is None:
             raise RuntimeError(self.crash_message or "The job server was stopped before the job finished.")
         started_on = self.job_servers.get(job_id)
-        if started_on is not None and started_on != self.connection.instance_id:
+        if started_on is not None and started_on != self._connected().instance_id:
             raise RuntimeError("The job server was restarted before the job finished.")
+
+    def _connected(self) -> ServerConnection:
+        """The current connection (set with the process), or BlendJob's own error when there is none."""
+        if self.connection is None:
+            raise RuntimeError("Server is not running")
+        return self.connection
 
 
 @contextlib.contextmanager
@@ -414,7 +432,7 @@ def start_lock(root: Path) -> Any:
     """Serialise starts of one folder's server across processes (an advisory lock file in the folder)."""
     path = root / START_LOCK
     with os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o600), "r+b") as stream:
-        if os.name == "nt":
+        if sys.platform == "win32":
             import msvcrt
 
             stream.seek(0)
@@ -442,7 +460,7 @@ def storage_locked(root: Path) -> bool:
     return False
 
 
-def stop_confirmation(others: list[dict]) -> str | None:
+def stop_confirmation(others: list[dict[str, Any]]) -> str | None:
     """What Stop asks when other clients use the server (None: nobody else, stop at once)."""
     if not others:
         return None
@@ -482,15 +500,19 @@ def crash_message(process: Any, log_path: Path) -> str:
     return f"The job server stopped unexpectedly ({how}); start it again, and see {log_path} if it keeps stopping."
 
 
-class ImageForgeRuntime(JobRuntime):
+class ImageForgeRuntime(JobRuntime):  # type: ignore[misc]  # BlendJob ships no types
     """BlendJob's runtime with ImageForge's controller, for its own server and for setup and migration."""
 
     def __init__(self, *args: Any, linger: Callable[[], float | None] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.linger = linger or (lambda: None)  # the add-on's preference; None: $IMAGEFORGE_SERVER_LINGER or 20 s
+
+        def command(port: int, instance_id: str, listen_fd: int | None = None) -> list[str]:
+            return self._server_command(port, instance_id, listen_fd=listen_fd)
+
         # Configured exactly as JobRuntime.__init__ configures its ServerController.
         self.server = ImageForgeServerController(
-            lambda port, instance_id, listen_fd=None: self._server_command(port, instance_id, listen_fd=listen_fd),
+            command,
             cwd_factory=self.storage_root,
             log_path_factory=lambda: self.storage_root() / "server.log",
             creationflags=windows_creation_flags(),
@@ -498,9 +520,9 @@ class ImageForgeRuntime(JobRuntime):
             blocked=self.maintenance_busy,
         )
 
-    def operator_classes(self) -> tuple:
+    def operator_classes(self) -> tuple[Any, ...]:
         """BlendJob's operators; Stop asks first when other Blender instances or commands use the server."""
-        classes = super().operator_classes()
+        classes: tuple[Any, ...] = super().operator_classes()
         runtime = self
         for operator in classes:
             if operator.bl_idname == f"{self.namespace}.stop_server" and "invoke" not in operator.__dict__:
@@ -508,20 +530,24 @@ class ImageForgeRuntime(JobRuntime):
                 def invoke(operator_self: Any, context: Any, event: Any) -> set[str]:
                     message = stop_confirmation(runtime.server.other_clients())
                     if message is None:
-                        return operator_self.execute(context)
-                    return context.window_manager.invoke_confirm(
+                        executed: set[str] = operator_self.execute(context)
+                        return executed
+                    confirmed: set[str] = context.window_manager.invoke_confirm(
                         operator_self, event, title="Stop the Job Server?", message=message, confirm_text="Stop"
                     )
+                    return confirmed
 
                 operator.invoke = invoke
         return classes
 
     def server_controller(self, root: Path) -> ImageForgeServerController:
         """The controller BlendJob's setup and migration use for a folder they already hold locked."""
+
+        def command(port: int, instance_id: str, listen_fd: int | None = None) -> list[str]:
+            return self._server_command(port, instance_id, root=root, listen_fd=listen_fd, hold_lock=False)
+
         return ImageForgeServerController(
-            lambda port, instance_id, listen_fd=None: self._server_command(
-                port, instance_id, root=root, listen_fd=listen_fd, hold_lock=False
-            ),
+            command,
             writer=True,
             cwd_factory=lambda: root,
             log_path_factory=lambda: root / "server.log",

@@ -6,6 +6,7 @@ import json
 import os
 from functools import cache
 from pathlib import Path
+from typing import TypedDict
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # src/imageforge (the extension's root when installed)
 ENVIRONMENT_FILE = Path(__file__).with_name("server_environment.json")
@@ -13,10 +14,19 @@ SERVER_ENTRYPOINT_FILE = PACKAGE_ROOT / "server" / "__init__.py"
 STORAGE_ROOT_VARIABLE = "IMAGEFORGE_STORAGE_ROOT"
 
 
+class ServerEnvironment(TypedDict):
+    """BlendJob's environment dict, as server_environment.json holds it."""
+
+    python: str  # "3.12"
+    packages: list[str]  # exact pins for every platform
+    platform_packages: dict[str, list[str]]  # platform name ("windows", ...) -> its extra pins
+
+
 @cache
-def server_environment() -> dict:
+def server_environment() -> ServerEnvironment:
     """BlendJob's environment dict: {"python": "3.12", "packages": [...], "platform_packages": {...}}."""
-    return json.loads(ENVIRONMENT_FILE.read_text(encoding="utf-8"))
+    environment: ServerEnvironment = json.loads(ENVIRONMENT_FILE.read_text(encoding="utf-8"))
+    return environment
 
 
 def server_entrypoint() -> str:

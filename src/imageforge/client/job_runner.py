@@ -30,7 +30,7 @@ class JobCancelledError(ImageForgeError):
 def make_runtime(
     storage_root: Path | Callable[..., Path],
     *,
-    post_setup: Callable | None = None,
+    post_setup: Callable[[Any], None] | None = None,  # called with BlendJob's setup task once it succeeded
     linger: Callable[[], float | None] | None = None,
 ) -> JobRuntime:
     """The BlendJob runtime: environment pins, server entrypoint and storage root (a path or a callable).

@@ -74,6 +74,7 @@ def _cancel_requested(setup: Any) -> bool:
 
 def _source(setup: Any) -> str | None:
     try:
-        return setup.server.resource("downloads").get("source")
+        source: str | None = setup.server.resource("downloads").get("source")
+        return source
     except (OSError, RuntimeError, KeyError, AttributeError, ValueError):
         return None

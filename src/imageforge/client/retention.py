@@ -63,7 +63,7 @@ class RetentionPlan:
 def scan_job_folders(storage_root: Path) -> list[JobFolder]:
     """Finished job folders under `<storage>/jobs`, oldest first. Links and odd names are ignored."""
     jobs = Path(storage_root) / "jobs"
-    found = []
+    found: list[JobFolder] = []
     if not jobs.is_dir():
         return found
     for path in jobs.iterdir():

@@ -17,7 +17,7 @@ from blendjob.environment import environment_digest, environment_python, resolve
 
 from ..contract import ResourceExhaustedError
 from ..contract.private_storage import make_private_folder
-from .environment import server_environment
+from .environment import ServerEnvironment, server_environment
 
 Report = Callable[[str], None]
 
@@ -30,14 +30,15 @@ def manifest_path(root: Path) -> Path:
     return Path(root) / "manifest.json"
 
 
-def environment_ready(root: Path, environment: dict | None = None) -> bool:
+def environment_ready(root: Path, environment: ServerEnvironment | None = None) -> bool:
     """BlendJob's readiness rule: the venv's python exists and the manifest hash matches the pins."""
     environment = environment or server_environment()
     try:
         manifest = json.loads(manifest_path(root).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return environment_python(root).is_file() and manifest.get("environment_hash") == environment_digest(environment)
+    python: Path = environment_python(root)
+    return python.is_file() and bool(manifest.get("environment_hash") == environment_digest(environment))
 
 
 def uv_executable() -> str:
@@ -64,7 +65,7 @@ def find_local_python(version: str) -> str | None:
 def prepare_environment(
     root: Path,
     *,
-    environment: dict | None = None,
+    environment: ServerEnvironment | None = None,
     report: Report = lambda _message: None,
     force: bool = False,
 ) -> Path:
@@ -73,7 +74,8 @@ def prepare_environment(
     environment = environment or server_environment()
     if not force and environment_ready(root, environment):
         report(f"Server environment is ready in {root}")
-        return environment_python(root)
+        ready: Path = environment_python(root)
+        return ready
     make_private_folder(root)  # 0700 whatever the umask: job folders will hold the user's images
     manifest_path(root).unlink(missing_ok=True)
     uv = uv_executable()
@@ -108,7 +110,8 @@ def prepare_environment(
         encoding="utf-8",
     )
     report("Server environment is ready")
-    return environment_python(root)
+    built: Path = environment_python(root)
+    return built
 
 
 def _run(command: list[str], step: str) -> None:
