@@ -23,6 +23,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from ..client.job_runner import JobCancelledError, make_runtime, run_job
@@ -46,7 +47,8 @@ class BatchItem:
 def split_arguments(job: str, items: list[str]) -> tuple[list[str], dict[str, Any]]:
     """Inputs and `key=value` parameters, told apart by the key being one of the job's parameters."""
     names = {field["name"] for field in field_docs(job_spec(job).parameters)}
-    inputs, assignments = [], []
+    inputs: list[str] = []
+    assignments: list[str] = []
     for item in items:
         key = item.split("=", 1)[0]
         (assignments if "=" in item and key in names else inputs).append(item)
@@ -116,7 +118,7 @@ def batch(args: argparse.Namespace, storage_root: Path, say: Callable[[str], Non
     progress = BatchProgress(len(items), printer)
     interrupted: list[bool] = []
 
-    def on_interrupt(_signum, _frame):
+    def on_interrupt(_signum: int, _frame: FrameType | None) -> None:
         if interrupted:
             raise KeyboardInterrupt
         interrupted.append(True)

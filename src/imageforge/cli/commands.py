@@ -10,6 +10,8 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from ..client.environment import default_storage_root
 from ..client.job_runner import JobCancelledError, make_runtime, run_job
@@ -24,6 +26,11 @@ from .arguments import parse_assignments
 from .device_report import print_warnings, result_summary
 from .output_placement import OutputFolder
 from .progress import ProgressPrinter
+
+if TYPE_CHECKING:
+    from blendjob import JobResult
+
+    from ..client.retention import RetentionPlan
 
 __all__ = [
     "JobCancelledError",
@@ -90,7 +97,7 @@ def _copy_results(files: dict[str, Path], job_folder: Path, output: OutputFolder
     return {name: placement.paths[parts.parts[0]].joinpath(*parts.parts[1:]) for name, parts in relative.items()}
 
 
-def _run_on_server(root: Path, job_type: str, parameters: dict):
+def _run_on_server(root: Path, job_type: str, parameters: dict[str, Any]) -> JobResult:
     """Run one job on the folder's shared server (attaching, or starting one), then leave it to linger.
 
     Ctrl-C, SIGTERM and SIGHUP (what `timeout`, a closed terminal or a killed `uv run` send) cancel the job and
@@ -104,7 +111,7 @@ def _run_on_server(root: Path, job_type: str, parameters: dict):
     printer = ProgressPrinter()
     received: list[int] = []
 
-    def on_signal(signum, _frame):
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
         if received:
             raise KeyboardInterrupt
         received.append(signum)
@@ -211,7 +218,7 @@ def job_files(args: argparse.Namespace) -> int:
     root = _storage_root(args)
     policy = RetentionPolicy(max_age_days=args.max_age_days, max_total_bytes=int(args.max_total_gb * 1024**3))
 
-    def plan_and_report():
+    def plan_and_report() -> RetentionPlan:
         plan = plan_retention(scan_job_folders(root), policy, protected_paths=[Path(p) for p in args.protect])
         for folder in plan.delete:
             print(f"{'would delete' if args.dry_run else 'deleting'} {folder.job_id}  {folder.bytes / 1e6:.1f} MB")
@@ -221,7 +228,7 @@ def job_files(args: argparse.Namespace) -> int:
     if runtime.server.attach_running() is not None:
         try:
             plan = plan_and_report()
-            cleared = {"jobs": []}
+            cleared: dict[str, Any] = {"jobs": []}
             if not args.dry_run and plan.delete:
                 cleared = runtime.server.connection.client.clear_job_files([f.job_id for f in plan.delete])
             deleted = list(cleared.get("jobs", []))

@@ -78,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args)
+        status: int = args.handler(args)
+        return status
     except KeyboardInterrupt:
         print("imageforge: cancelled", file=sys.stderr)
         return EXIT_CANCELLED

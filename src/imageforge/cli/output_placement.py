@@ -54,7 +54,9 @@ class OutputFolder:
     _input_ids: set[tuple[int, int]] = field(default_factory=set, repr=False)
 
     @classmethod
-    def checked(cls, output: str | os.PathLike, *, inputs: Iterable[str | os.PathLike] = (), overwrite: bool = False):
+    def checked(
+        cls, output: str | os.PathLike[str], *, inputs: Iterable[str | os.PathLike[str]] = (), overwrite: bool = False
+    ) -> OutputFolder:
         """Check `output` (a folder, possibly not created yet) against the job's input paths; InputError if unfit."""
         path = Path(os.path.abspath(os.path.expanduser(os.fspath(output))))
         locations = tuple(_input_location(Path(os.path.abspath(os.fspath(item)))) for item in inputs)

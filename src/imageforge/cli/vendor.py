@@ -24,6 +24,7 @@ import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_INDEX = "https://pypi.org/pypi"
@@ -61,6 +62,7 @@ class VendorError(RuntimeError):
 def pinned_version(name: str, project_root: Path = PROJECT_ROOT) -> str:
     """The exact `name==version` pin of pyproject.toml's [project].dependencies."""
     data = tomllib.loads((project_root / "pyproject.toml").read_text(encoding="utf-8"))
+    requirement: str
     for requirement in data["project"]["dependencies"]:
         package, separator, version = requirement.partition("==")
         if separator and package.strip().lower() == name:
@@ -79,7 +81,7 @@ def uv_executable(vendor: Path, platform: str) -> Path:
 # -- the index ---------------------------------------------------------------------------------------------------
 
 
-def release_files(index: str, name: str, version: str) -> list[dict]:
+def release_files(index: str, name: str, version: str) -> list[dict[str, Any]]:
     """The files of one release from the JSON API: {filename, url, digests: {sha256}, ...}.
 
     Reads `<index>/<name>/json` (served by PyPI and by its mirrors and proxies, unlike the per-version URL)
@@ -102,7 +104,8 @@ def _get(url: str) -> bytes:
         raise VendorError(f"Refusing to download from {host}: vendored files come from the package index only")
     try:
         with urllib.request.urlopen(url, timeout=60) as response:
-            return response.read()
+            body: bytes = response.read()
+            return body
     except OSError as error:
         raise VendorError(f"Could not download {url}: {error}") from error
 
@@ -115,7 +118,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def fetch_verified(entry: dict, destination: Path) -> Path:
+def fetch_verified(entry: dict[str, Any], destination: Path) -> Path:
     """Download one index file to `destination` unless it is already there with the published hash."""
     expected = (entry.get("digests") or {}).get("sha256")
     if not expected:
@@ -154,7 +157,7 @@ def vendor_blendjob(vendor: Path, version: str, index: str) -> Path:
     return fetch_verified(entry, vendor / filename)
 
 
-def vendor_uv(vendor: Path, platform: str, version: str, index: str, files: list[dict] | None = None) -> Path:
+def vendor_uv(vendor: Path, platform: str, version: str, index: str, files: list[dict[str, Any]] | None = None) -> Path:
     """Extract uv[.exe] for `platform` from its verified PyPI wheel (kept in vendor/uv/wheels/ as a cache)."""
     target = PLATFORMS[platform]
     files = files if files is not None else release_files(index, "uv", version)
