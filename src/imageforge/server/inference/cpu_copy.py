@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -70,7 +70,7 @@ def copy_path(source: Path, sha256: str) -> Path:
     return source.with_name(f"{source.stem}.{TAG}-{sha256[:16]}{source.suffix}")
 
 
-def is_copy(path: Path | None) -> bool:
+def is_copy(path: Path | None) -> TypeGuard[Path]:
     """Whether `path` names a CPU copy (for messages saying which file ran)."""
     return path is not None and f".{TAG}-" in path.name
 

@@ -178,4 +178,5 @@ def selection_coverage(selection: Selection | None, size: tuple[int, int]) -> np
 
 def _overlap(starts: np.ndarray, low: float, high: float) -> np.ndarray:
     """How much of each unit interval [s, s+1) lies inside [low, high)."""
-    return np.clip(np.minimum(starts + 1.0, high) - np.maximum(starts, low), 0.0, 1.0).astype(np.float32)
+    inside: np.ndarray = np.clip(np.minimum(starts + 1.0, high) - np.maximum(starts, low), 0.0, 1.0).astype(np.float32)
+    return inside

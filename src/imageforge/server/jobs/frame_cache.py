@@ -58,7 +58,8 @@ class FrameCache:
             return None
         try:
             with np.load(path) as stored:
-                return stored["pixels"].astype(np.float32) / np.float32(_LEVELS)
+                pixels: np.ndarray = stored["pixels"].astype(np.float32) / np.float32(_LEVELS)
+                return pixels
         except (OSError, ValueError, KeyError, EOFError):
             path.unlink(missing_ok=True)
             return None

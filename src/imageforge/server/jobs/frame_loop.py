@@ -108,12 +108,12 @@ def stream_frames(
     def write(frame: Frame, pixels: np.ndarray) -> None:
         if frame.pts is not None and not start_pts:
             start_pts.append(frame.pts)
-        writer.write(pixels, None if frame.pts is None else frame.pts - start_pts[0])
+        video.write(pixels, None if frame.pts is None else frame.pts - start_pts[0])
 
-    with VideoWriter(path, plan, audio_from=audio) as writer:
+    with VideoWriter(path, plan, audio_from=audio) as video:
         frames(write)
         progress.writing()
-    context.log(f"Wrote {writer.frames_written} frames with {plan.encoder} ({plan.pix_fmt}) to {path.name}")
+    context.log(f"Wrote {video.frames_written} frames with {plan.encoder} ({plan.pix_fmt}) to {path.name}")
     _finish(context, cache, timing)
     return {result: path.name}
 

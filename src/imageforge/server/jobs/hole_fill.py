@@ -91,6 +91,7 @@ def inpaint_pixels(
     analysed = fit_long_edge_size(crop.size, max_input_size)
     box = (crop.x0, crop.y0, crop.x1, crop.y1)
     log(f"Inpainting crop {box} (x0, y0, x1, y1) analysed at {analysed[0]}×{analysed[1]}")
+    fill_rows: Callable[[int, int], np.ndarray]  # (top, bottom) -> the fill's rows at the crop's size
     if analysed == crop.size:
         whole = adapter.inpaint(region, local > 0, last_run=last_run)
         fill_rows = lambda top, bottom: whole[top:bottom]  # noqa: E731

@@ -42,7 +42,7 @@ def run_inpaint_image(context: Any, params: InpaintImageParams) -> dict[str, str
     if params.mask is not None:
         mask_source = open_input(params.mask, still_only=True)
         check_mask_shape(mask_source, size)
-    else:
+    elif params.selection is not None:  # always, given the check above
         check_overlap(params.selection, size)
     progress = JobProgress(context)
     adapter = prepare_adapter(context, progress, params.model, Family.INPAINT, params.device, LamaAdapter)

@@ -75,7 +75,8 @@ def run_generate_multiview_cameras(context: Any, params: MultiviewParams) -> dic
     with tempfile.TemporaryDirectory(dir=directory, prefix=".depth-") as scratch, OutputSet(directory) as outputs:
         members = {name: Path(scratch) / f"{name}.npy" for name in ("depth", "confidence", "frames")}
         depth, confidence = (
-            np.lib.format.open_memmap(members[name], mode="w+", dtype=np.float32, shape=(frames, height, width))
+            # numpy's stub leaves open_memmap unannotated
+            np.lib.format.open_memmap(members[name], mode="w+", dtype=np.float32, shape=(frames, height, width))  # type: ignore[no-untyped-call]
             for name in ("depth", "confidence")
         )
         extrinsics, intrinsics = solve_windows(progress, adapter, views, windows, depth, confidence)
@@ -139,7 +140,9 @@ def read_views(
     progress: JobProgress, source: MediaSource, adapter: DepthAnything3Adapter, step: int, max_frames: int
 ) -> Views:
     """Decode every `step`-th frame (at most `max_frames`, 0 = all) and place it for the model."""
-    tensors, placements, numbers = [], [], []
+    tensors: list[np.ndarray] = []
+    placements: list[ViewPlacement] = []
+    numbers: list[int] = []
     total = selected_count(source, step, max_frames)
     for frame in source.frames():
         if frame.index % step:
@@ -217,7 +220,8 @@ def rebase_on_first(extrinsics: np.ndarray) -> np.ndarray:
     first = np.eye(4)
     first[:3] = extrinsics[0]
     homogeneous = np.concatenate([extrinsics, np.tile([[[0.0, 0.0, 0.0, 1.0]]], (len(extrinsics), 1, 1))], axis=1)
-    return (homogeneous @ np.linalg.inv(first))[:, :3]
+    rebased: np.ndarray = (homogeneous @ np.linalg.inv(first))[:, :3]
+    return rebased
 
 
 def cameras_document(

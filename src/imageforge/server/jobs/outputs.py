@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from types import TracebackType
 
 
 class OutputSet:
@@ -20,7 +21,9 @@ class OutputSet:
     def __enter__(self) -> OutputSet:
         return self
 
-    def __exit__(self, kind, error, traceback) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         if kind is not None:
             for filename in self.result.values():
                 (self.directory / filename).unlink(missing_ok=True)

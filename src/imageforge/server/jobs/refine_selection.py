@@ -11,6 +11,7 @@ with that alpha (8-bit sources 8-bit, deeper sources 16-bit).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ def refine_alpha(
     max_input_size: int,
     *,
     last_run: bool = True,
-    log=lambda _message: None,
+    log: Callable[[str], None] = lambda _message: None,
 ) -> np.ndarray:
     """Full-size matte (H, W) float32 of display `pixels` refined inside `selection`; zero elsewhere."""
     height, width = pixels.shape[:2]

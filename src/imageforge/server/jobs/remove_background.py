@@ -19,12 +19,12 @@ import numpy as np
 
 from ...contract.catalog import Family
 from ...contract.jobs import JobId, OutputKind, RemoveBackgroundParams
-from ..media import Image, MediaKind, fit_long_edge_size, open_input, write_exr
+from ..media import Frame, Image, MediaKind, fit_long_edge_size, open_input, write_exr
 from ..media.png_stream import write_png_bands
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels, over_black, over_black_at
 from .frame_cache import open_frame_cache
-from .frame_loop import stream_frames
+from .frame_loop import Report, stream_frames
 from .image_job import JobProgress, log_model_time, prepare_adapter
 from .steady_edges import SteadyEdges
 
@@ -63,13 +63,13 @@ def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[
     if steady is not None:
         context.log(f"Steady edges: strength {steady.strength}, tolerance {steady.tolerance} (openspec/0013)")
 
-    def process(frame, last: bool, _report) -> np.ndarray:
+    def process(frame: Frame, last: bool, _report: Report) -> np.ndarray:
         pixels, alpha = cut_out(adapter, frame.image, params.max_input_size, last_run=last)
         if steady is not None:
             alpha = steady(pixels, alpha)
         return alpha if wants_alpha else with_alpha(pixels, alpha)
 
-    def reused(frame, result: np.ndarray) -> None:
+    def reused(frame: Frame, result: np.ndarray) -> None:
         if steady is not None:
             steady.remember(display_pixels(frame.image), result if wants_alpha else result[..., 3])
 

@@ -79,7 +79,8 @@ def _dilate(mask: np.ndarray, radius: int, *, axis: int) -> np.ndarray:
     index = np.arange(length)
     upper = np.take(counts, np.minimum(index + radius + 1, length), axis=axis)
     lower = np.take(counts, np.maximum(index - radius, 0), axis=axis)
-    return (upper - lower) > 0
+    reached: np.ndarray = (upper - lower) > 0
+    return reached
 
 
 def check_overlap(selection: Selection, size: tuple[int, int]) -> None:

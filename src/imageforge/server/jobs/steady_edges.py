@@ -36,7 +36,7 @@ class SteadyEdges:
 
     def __call__(self, pixels: np.ndarray, matte: np.ndarray) -> np.ndarray:
         luma = _luma(pixels)
-        if self._luma is None or self._luma.shape != luma.shape:
+        if self._luma is None or self._matte is None or self._luma.shape != luma.shape:  # remember() sets both
             result = matte.astype(np.float32, copy=True)
         else:
             change = _box3(np.abs(luma - self._luma)) / self.tolerance
@@ -59,4 +59,5 @@ def _box3(values: np.ndarray) -> np.ndarray:
     """3×3 box mean with edge replication (running sums: no per-pixel Python)."""
     padded = np.pad(values, 1, mode="edge")
     rows = padded[:-2] + padded[1:-1] + padded[2:]
-    return (rows[:, :-2] + rows[:, 1:-1] + rows[:, 2:]) / 9.0
+    mean: np.ndarray = (rows[:, :-2] + rows[:, 1:-1] + rows[:, 2:]) / 9.0
+    return mean

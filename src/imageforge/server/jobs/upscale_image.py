@@ -15,7 +15,7 @@ import numpy as np
 
 from ...contract.catalog import Family
 from ...contract.jobs import JobId, UpscaleImageParams
-from ..media import Image, MediaKind, fit_long_edge, fit_long_edge_size, open_input, resize_image
+from ..media import Frame, Image, MediaKind, fit_long_edge, fit_long_edge_size, open_input, resize_image
 from ..media.png_stream import PngStreamWriter
 from ..models.display import display_pixels
 from ..models.upscale import UpscaleAdapter, UpscalePlan
@@ -66,7 +66,7 @@ def run_upscale_image(context: Any, params: UpscaleImageParams) -> dict[str, str
         log_model_time(context, progress, adapter)
         return {"upscale": "upscale.png"}
 
-    def process(frame, last: bool, report: Report) -> np.ndarray:
+    def process(frame: Frame, last: bool, report: Report) -> np.ndarray:
         return upscale_frame(adapter, plan, frame.image, (width, height), last_frame=last, report=report)
 
     result = stream_frames(

@@ -101,7 +101,8 @@ def _sum_taps(views: Iterable[np.ndarray], weights: Sequence[np.ndarray], out: n
 def _first_taps(outputs: int) -> np.ndarray:
     """The first input index (possibly negative) of each output's TAPS consecutive taps: FACTOR·k − PAD_BEFORE."""
     centres = (np.arange(outputs) + 0.5) * FACTOR
-    return np.floor(centres - LOBES * FACTOR + 0.5).astype(np.int64)
+    first: np.ndarray = np.floor(centres - LOBES * FACTOR + 0.5).astype(np.int64)
+    return first
 
 
 def _kernel_and_norm(outputs: int, length: int) -> tuple[np.ndarray, np.ndarray, slice]:
@@ -192,4 +193,4 @@ class BandHalver:
 
     @property
     def finished(self) -> bool:
-        return self._next_output == self._last_needed.shape[0]
+        return bool(self._next_output == self._last_needed.shape[0])
