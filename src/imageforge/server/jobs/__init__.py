@@ -9,6 +9,7 @@ runner carries its job's name, handler.runner_name()).
 from __future__ import annotations
 
 from ...contract import JobId
+from ..handler import Runner
 from . import (
     cutout,
     debug_geometry_models,
@@ -22,7 +23,7 @@ from . import (
     upscale_image,
 )
 
-JOB_RUNNERS = {
+JOB_RUNNERS: dict[JobId, Runner] = {
     JobId.DOWNLOAD_MODEL: download_models.run_download_model,
     JobId.DOWNLOAD_REQUIRED_MODELS: download_models.run_download_required_models,
     JobId.REMOVE_BACKGROUND: remove_background.run_remove_background,
