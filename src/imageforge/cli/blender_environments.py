@@ -35,6 +35,7 @@ class BlenderEnvironment:
 
     @property
     def version(self) -> tuple[int, int, int]:
+        # bpy pins are major.minor.patch (pyproject.toml's blender-* groups); the checker cannot count a generator.
         return tuple(int(part) for part in self.bpy.split("."))  # type: ignore[return-value]
 
     @property

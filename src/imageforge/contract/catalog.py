@@ -54,8 +54,8 @@ class ModelEntry:
 
     @property
     def declared_size(self) -> int | None:
-        sizes = [item.size for item in self.files]
-        return None if None in sizes else sum(sizes)  # type: ignore[arg-type]
+        sizes = [item.size for item in self.files if item.size is not None]
+        return sum(sizes) if len(sizes) == len(self.files) else None  # None when any file's size is undeclared
 
 
 @dataclass(frozen=True)

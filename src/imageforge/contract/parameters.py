@@ -196,6 +196,8 @@ def parse_parameters(cls: type[T], raw: Any) -> T:
     """Validate a plain dict against a parameter dataclass and return the typed, frozen value."""
     if not isinstance(raw, dict):
         raise InputError("Job parameters must be a JSON object.")
+    # `cls` is a parameter dataclass (module docstring); a TypeVar bound to a dataclass needs typeshed's private
+    # DataclassInstance protocol, so the checker is told here instead.
     fields = {field.name: field for field in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(raw) - set(fields))
     if unknown:

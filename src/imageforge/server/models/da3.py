@@ -53,7 +53,7 @@ def upper_bound_size(source_size: tuple[int, int], longest: int) -> tuple[int, i
     """(width, height) the official `upper_bound_resize` gives a `source_size` frame at process resolution `longest`."""
     width, height = source_size
     scale = longest / max(width, height)
-    return tuple(nearest_patch_multiple(max(1, round(side * scale))) for side in (width, height))  # type: ignore[return-value]
+    return (nearest_patch_multiple(max(1, round(width * scale))), nearest_patch_multiple(max(1, round(height * scale))))
 
 
 @dataclass(frozen=True)
@@ -71,13 +71,13 @@ class ViewPlacement:
         scale = min(canvas[0] / width, canvas[1] / height)
         inner = (max(1, min(canvas[0], round(width * scale))), max(1, min(canvas[1], round(height * scale))))
         box = ((canvas[0] - inner[0]) // 2, (canvas[1] - inner[1]) // 2, *inner)
-        return cls(tuple(canvas), (width, height), box)  # type: ignore[arg-type]
+        return cls(canvas, (width, height), box)
 
     @classmethod
     def upper_bound(cls, source_size: tuple[int, int], longest: int) -> ViewPlacement:
         """The official `upper_bound_resize`: the whole canvas is the picture, no padding."""
         canvas = upper_bound_size(source_size, longest)
-        return cls(canvas, tuple(source_size), (0, 0, *canvas))  # type: ignore[arg-type]
+        return cls(canvas, source_size, (0, 0, *canvas))
 
     def place(self, rgb: np.ndarray) -> np.ndarray:
         """(H, W, 3) source RGB → the canvas (h, w, 3) with the picture resized into its box and zeros around it."""
