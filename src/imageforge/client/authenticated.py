@@ -59,7 +59,7 @@ class AuthenticatedJobClient(JobClient):  # type: ignore[misc]  # BlendJob ships
             response = connection.getresponse()
             data = response.read()
         except (OSError, http.client.HTTPException) as error:
-            raise RuntimeError(f"Unable to reach Job Server: {error or type(error).__name__}") from error
+            raise RuntimeError(f"Unable to reach Job Server: {str(error) or type(error).__name__}") from error
         finally:
             connection.close()
         if response.status >= 400:
