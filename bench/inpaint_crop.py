@@ -96,7 +96,7 @@ def run_case(name: str, width: int, height: int, hole: int) -> dict:
     from imageforge.contract import Device
     from imageforge.contract.catalog import Family, ModelEntry, ModelFile
     from imageforge.server.inference import ModelManager
-    from imageforge.server.jobs import hole_fill
+    from imageforge.server.job_steps import hole_fill
     from imageforge.server.models.lama import LamaAdapter
 
     whole, size = CASES[name]

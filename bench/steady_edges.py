@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.kit.moving_edge import edge_lag, flicker, moving_edge_clip  # noqa: E402
 
-from imageforge.server.jobs.steady_edges import SteadyEdges  # noqa: E402
+from imageforge.server.job_steps.steady_edges import SteadyEdges  # noqa: E402
 
 
 def main() -> None:

@@ -152,3 +152,65 @@ def test_a_cycle_hidden_in_a_function_is_still_a_cycle(tmp_path, monkeypatch):
     (folder / "writers.py").write_text("from .image import Image\n")
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "imageforge")
     assert import_cycles(tmp_path / "imageforge") == [["imageforge.media.image", "imageforge.media.resample"]]
+
+
+# The server's layers, top to bottom: the app registers the jobs; a job composes steps; steps use the models,
+# inference, media, geometry and downloads; everything uses the contract. What two jobs share is a step.
+JOBS = "server/jobs"
+JOB_STEPS = "server/job_steps"
+BELOW_THE_STEPS = ["server/models", "server/inference", "server/media", "server/geometry", "server/downloads",
+                   "server/upscaling"]  # fmt: skip
+JOBS_IMPORTED_BY = {"server/app.py"}  # JOB_RUNNERS, for the server's handlers
+
+
+def _imports_of(path: Path, folder: str) -> list[str]:
+    """What `path` imports from `folder` (a package of imageforge), the package itself included."""
+    target = "imageforge." + folder.replace("/", ".")
+    return sorted(name for name in imported_names(path) if name == target or name.startswith(target + "."))
+
+
+def jobs_importing_jobs(package: Path) -> dict[str, list[str]]:
+    """Each module of server/jobs/ (its __init__, the registry, aside) with the job modules it imports."""
+    offenders = {}
+    for path in sorted((package / JOBS).glob("*.py")):
+        if path.name != "__init__.py" and (names := _imports_of(path, JOBS)):
+            offenders[path.name] = names
+    return offenders
+
+
+def test_a_job_never_imports_another_job():
+    assert jobs_importing_jobs(PACKAGE) == {}
+
+
+def test_a_job_importing_a_job_is_caught(tmp_path, monkeypatch):
+    folder = tmp_path / "imageforge" / "server" / "jobs"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("from . import cutout, depth_plane\n")
+    (folder / "depth_plane.py").write_text("from ..job_steps.region import Region\n")
+    (folder / "cutout.py").write_text("def run():\n    from .depth_plane import Region\n")
+    (folder / "inpaint.py").write_text("from imageforge.server.jobs import cutout\n")
+    (folder / "refine.py").write_text("from .. import jobs\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "imageforge")
+    assert jobs_importing_jobs(tmp_path / "imageforge") == {
+        "cutout.py": ["imageforge.server.jobs.depth_plane", "imageforge.server.jobs.depth_plane.Region"],
+        "inpaint.py": ["imageforge.server.jobs", "imageforge.server.jobs.cutout"],
+        "refine.py": ["imageforge.server.jobs"],
+    }
+
+
+def test_only_the_app_imports_the_jobs():
+    importers = {
+        path.relative_to(PACKAGE).as_posix()
+        for path in python_files("")
+        if not path.is_relative_to(PACKAGE / JOBS) and _imports_of(path, JOBS)
+    }
+    assert importers == JOBS_IMPORTED_BY
+
+
+@pytest.mark.parametrize("folder", BELOW_THE_STEPS)
+def test_the_layers_below_the_steps_import_neither_steps_nor_jobs(folder):
+    offenders = {
+        path.relative_to(PACKAGE).as_posix(): _imports_of(path, JOB_STEPS) + _imports_of(path, JOBS)
+        for path in python_files(folder)
+    }
+    assert {name: names for name, names in offenders.items() if names} == {}

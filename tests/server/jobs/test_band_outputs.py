@@ -13,7 +13,7 @@ import pytest
 from PIL import Image as PILImage
 
 from imageforge.contract import JobId
-from imageforge.server.jobs import hole_fill
+from imageforge.server.job_steps import hole_fill
 from imageforge.server.media import png_stream, resample, stills
 from tests.kit.onnx_models import build_ben2, build_lama, build_moge2
 

@@ -14,9 +14,8 @@ from PIL import Image as PILImage
 from imageforge.client.job_runner import run_job
 from imageforge.contract import JobId
 from imageforge.contract.parameters import Selection
-from imageforge.server.jobs.cutout import selection_coverage
-from imageforge.server.jobs.hole_fill import clean_plate_weight
-from imageforge.server.jobs.selection_mask import polygon_coverage
+from imageforge.server.job_steps.hole_fill import clean_plate_weight
+from imageforge.server.job_steps.selection_mask import polygon_coverage, selection_coverage
 from tests.kit.onnx_models import LAMA_FILL, build_ben2, build_lama, build_moge2, moge2_reference
 
 from .geometry_kit import (  # noqa: F401  (fixtures)

@@ -17,6 +17,7 @@ from PIL import Image as PILImage
 
 from imageforge.client.job_runner import run_job
 from imageforge.contract import JOB_SPECS, JobId
+from imageforge.server.job_steps import geometry_outputs
 from imageforge.server.jobs import depth_plane
 from tests.kit.onnx_models import build_moge2, moge2_reference
 
@@ -124,7 +125,7 @@ def test_a_failing_writer_deletes_what_the_earlier_ones_wrote(jobs, moge_catalog
     def broken_png(path, **_):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(depth_plane, "write_png_bands", broken_png)
+    monkeypatch.setattr(geometry_outputs, "write_png_bands", broken_png)
     directory = storage_root / "jobs" / "direct"
     directory.mkdir(parents=True)
     context = RecordingContext("direct", JOB.value, {}, jobs.server.resources, storage_root, directory)

@@ -15,8 +15,8 @@ from imageforge.contract import JOB_SPECS, JobId
 from imageforge.server.app import create_server
 from imageforge.server.blendjob_compat import job_status
 from imageforge.server.handler import make_handler
+from imageforge.server.job_steps.progress import RUN_START
 from imageforge.server.jobs import JOB_RUNNERS
-from imageforge.server.jobs.image_job import RUN_START
 from tests.kit.catalog import publish_kit_catalog
 
 

@@ -15,8 +15,8 @@ from blendjob.server import JobCancelled
 from PIL import Image as PILImage
 
 from imageforge.contract import InputError
-from imageforge.server.jobs.frame_cache import CACHE_FOLDER, MAX_AGE_DAYS, prune
-from imageforge.server.jobs.frame_loop import format_duration
+from imageforge.server.job_steps.frame_cache import CACHE_FOLDER, MAX_AGE_DAYS, prune
+from imageforge.server.job_steps.frame_loop import format_duration
 
 from .conftest import read_video, write_video
 

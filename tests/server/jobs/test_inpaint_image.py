@@ -10,7 +10,7 @@ import pytest
 from PIL import Image as PILImage
 
 from imageforge.contract import InputError
-from imageforge.server.jobs.hole_fill import MIN_CONTEXT, hole_crop
+from imageforge.server.job_steps.hole_fill import MIN_CONTEXT, hole_crop
 from imageforge.server.media import open_input
 from tests.kit.onnx_models import LAMA_FILL
 

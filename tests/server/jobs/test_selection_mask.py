@@ -7,7 +7,7 @@ import pytest
 
 from imageforge.contract import InputError
 from imageforge.contract.parameters import Selection
-from imageforge.server.jobs.selection_mask import polygon_coverage, selection_region
+from imageforge.server.job_steps.selection_mask import polygon_coverage, selection_region
 
 
 def full_mask(region, size):

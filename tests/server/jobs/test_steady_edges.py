@@ -10,7 +10,7 @@ import pytest
 from blendjob.server import JobCancelled
 from PIL import Image as PILImage
 
-from imageforge.server.jobs.steady_edges import SteadyEdges
+from imageforge.server.job_steps.steady_edges import SteadyEdges
 from tests.kit.moving_edge import edge_lag, flicker, moving_edge_clip
 
 

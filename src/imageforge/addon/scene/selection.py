@@ -126,8 +126,8 @@ def selection_mask(selection: dict, width: int, height: int) -> np.ndarray:
 # -- where a refined matte lands ----------------------------------------------------------------------------------
 # The server analyses a crop around the selection (its bounds plus grow and `padding` pixels) and confines the
 # matte to the selection grown by GROW_FRACTION of its longer side, at least MIN_GROW pixels (one rule for both
-# sides: contract/selection_geometry.py; server/jobs/selection_mask.py draws it): soft edges just outside what
-# was drawn are part of the result, and the matte is zero outside that grown region. The add-on does not redraw
+# sides: contract/selection_geometry.py; server/job_steps/selection_mask.py draws it): soft edges just outside
+# what was drawn are part of the result, and the matte is zero outside that grown region. The add-on does not redraw
 # the grown band (the server's dilation near a dense outline is not worth repeating here): the result lands
 # inside the selection and, within the server's crop, wherever the matte is non-zero. A zero outside the
 # selection may mean "outside the band" as well as "background", so there the image is kept.

@@ -3,5 +3,6 @@
 store.py (layout, readiness, verification cache) · sources.py (hub, mirror, timeouts, the `downloads`
 resource) · fetch.py (streamed, resumable, verified transfer) · hub_library.py (huggingface_hub for files
 without declared facts) · meter.py (progress and speed) · failures.py (what each failure means) ·
-install.py (ensure_models: the order of all of the above). Reference: docs/models.md.
+install.py (ensure_models: the order of all of the above) · job_download.py (a download inside a running
+job). Reference: docs/models.md.
 """

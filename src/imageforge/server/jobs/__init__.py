@@ -1,5 +1,7 @@
 """The jobs: each is a function `run_<job id>(context, params) -> {result name: file name}` (dashes become
 underscores: `run_upscale_image` runs `upscale-image`), one module per job or per family of debug jobs.
+A job module reads top to bottom and imports only the layers below it (job_steps/, models/, inference/,
+media/, geometry/, downloads/, contract/), never another job module: what two jobs share is a step.
 
 JOB_RUNNERS maps every job id of the contract to its runner (tests/server/test_handler.py checks that
 none is missing, so the server registers every job the add-on and the CLI can submit, and that each

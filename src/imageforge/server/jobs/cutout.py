@@ -8,7 +8,7 @@ for `generate_depth` or a normal map. Every result is cropped to the bounds of t
 
 `fill_behind` adds what a background plane needs once the object has left it, at the whole image's size:
 - `background`: the clean plate, LaMa filling the matte grown by a few pixels and faded out over as many
-  again (hole_fill.clean_plate_weight), analysed on a crop around it (at most 1024 px, or `max_input_size`);
+  again (job_steps/hole_fill.py), analysed on a crop around it (at most 1024 px, or `max_input_size`);
 - `background_depth`, `background_depth_metadata`, `background_normal` (when geometry was analysed): the depth
   plane's files with the depth under that region continued from the background around it and the normals of
   that continued surface (geometry/depth_fill.py).
@@ -21,7 +21,6 @@ edge is anti-aliased instead of stair-stepped; a box gets its exact pixel covera
 
 from __future__ import annotations
 
-import math
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,18 +33,21 @@ from ...contract.jobs import INPAINT_INPUT_SIZE_DEFAULT, REFINE_PADDING_DEFAULT,
 from ...contract.parameters import Selection
 from ..geometry.depth_fill import fill_depth_behind
 from ..geometry.frame import GeometryFrame
+from ..job_steps.geometry_analysis import analyse, geometry_rgb
+from ..job_steps.geometry_outputs import alpha_of, write_geometry
+from ..job_steps.hole_fill import ANALYSED_HOLE, clean_plate_weight, inpaint_pixels
+from ..job_steps.matte import refine_alpha, with_alpha
+from ..job_steps.model_loading import log_model_time, prepare_adapter
+from ..job_steps.output_set import OutputSet
+from ..job_steps.progress import JobProgress
+from ..job_steps.region import Region
+from ..job_steps.selection_mask import check_overlap, selection_coverage
 from ..media import open_input, resize
 from ..media.png_stream import write_png, write_png_bands
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels
 from ..models.lama import LamaAdapter
-from .depth_plane import Region, alpha_of, analyse, geometry_rgb, load_geometry, write_geometry
-from .hole_fill import ANALYSED_HOLE, clean_plate_weight, inpaint_pixels
-from .image_job import JobProgress, log_model_time, prepare_adapter
-from .outputs import OutputSet
-from .refine_selection import refine_alpha
-from .remove_background import with_alpha
-from .selection_mask import check_overlap, polygon_coverage
+from ..models.moge2 import MoGe2Adapter
 
 VISIBLE = 1.0 / 512  # a refined matte below this is invisible even in 8 bits: outside the crop
 
@@ -62,7 +64,11 @@ def run_generate_cutout_artifacts(context: Any, params: CutoutParams) -> dict[st
         refiner = prepare_adapter(
             context, progress, params.background_model, Family.BACKGROUND, params.device, Ben2Adapter
         )
-    geometry = load_geometry(context, progress, params.geometry_model, params.device) if geometry_wanted else None
+    geometry = None
+    if geometry_wanted:
+        geometry = prepare_adapter(
+            context, progress, params.geometry_model, Family.GEOMETRY, params.device, MoGe2Adapter
+        )
     inpainter = None
     if params.fill_behind:
         inpainter = prepare_adapter(context, progress, params.inpaint_model, Family.INPAINT, params.device, LamaAdapter)
@@ -154,29 +160,3 @@ def matte_bounds(matte: np.ndarray) -> Region:
     if rows.size == 0:
         raise InputError("The selection covers no pixel of the image; draw a larger selection over the image.")
     return Region(int(columns[0]), int(rows[0]), int(columns[-1]) + 1, int(rows[-1]) + 1)
-
-
-def selection_coverage(selection: Selection | None, size: tuple[int, int]) -> np.ndarray:
-    """The fraction of each pixel (H, W) the selection covers; pixel (i, j) spans [i, i+1) × [j, j+1)."""
-    width, height = size
-    if selection is None:
-        return np.ones((height, width), np.float32)
-    check_overlap(selection, size)
-    coverage = np.zeros((height, width), np.float32)
-    left, top, right, bottom = selection.bounds
-    region = Region(max(0, math.floor(left)), max(0, math.floor(top)), min(width, math.ceil(right)),
-                    min(height, math.ceil(bottom)))  # fmt: skip
-    if selection.box is not None:
-        across = _overlap(np.arange(region.x0, region.x1), left, right)
-        down = _overlap(np.arange(region.y0, region.y1), top, bottom)
-        coverage[region.slices] = down[:, None] * across[None, :]
-    else:
-        points = np.asarray(selection.lasso, np.float64) - (region.x0, region.y0)
-        coverage[region.slices] = polygon_coverage(points, *region.size)
-    return coverage
-
-
-def _overlap(starts: np.ndarray, low: float, high: float) -> np.ndarray:
-    """How much of each unit interval [s, s+1) lies inside [low, high)."""
-    inside: np.ndarray = np.clip(np.minimum(starts + 1.0, high) - np.maximum(starts, low), 0.0, 1.0).astype(np.float32)
-    return inside

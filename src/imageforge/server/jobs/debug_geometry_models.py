@@ -21,12 +21,13 @@ from ...contract import ResourceExhaustedError
 from ...contract.catalog import Family
 from ...contract.jobs import MEMORY_BUDGET_GIB_DEFAULT, DebugParams
 from ..geometry.attention import GIB
+from ..job_steps.debug_report import start_debug, write_debug_outputs
+from ..job_steps.model_loading import prepare_adapter
+from ..job_steps.progress import JobProgress
 from ..media import open_input
+from ..models.da3 import DepthAnything3Adapter
 from ..models.display import display_pixels, over_black
 from ..models.moge2 import MoGe2Adapter
-from .debug_report import start_debug, write_debug_outputs
-from .image_job import JobProgress
-from .multiview_cameras import load_multiview
 
 DEBUG_RESOLUTION_LEVEL = 9
 
@@ -70,7 +71,7 @@ def run_debug_da3(context: Any, params: DebugParams) -> dict[str, str]:
     source = open_input(params.input)
     progress = JobProgress(context)
     started = time.perf_counter()
-    adapter = load_multiview(context, progress, params.model, params.device)
+    adapter = prepare_adapter(context, progress, params.model, Family.MULTIVIEW, params.device, DepthAnything3Adapter)
     timings = {"load": time.perf_counter() - started}
     estimate = adapter.attention(source.frame_count)
     if estimate.bytes > MEMORY_BUDGET_GIB_DEFAULT * GIB:

@@ -18,12 +18,12 @@ import numpy as np
 
 from ...contract.catalog import Family
 from ...contract.jobs import DebugParams
+from ..job_steps.debug_report import start_debug, write_debug_outputs
+from ..job_steps.matte import analysed_rgb
 from ..media import fit_long_edge
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels
 from ..models.upscale import UpscaleAdapter
-from .debug_report import start_debug, write_debug_outputs
-from .remove_background import analysed_rgb
 
 
 def run_debug_ben2(context: Any, params: DebugParams) -> dict[str, str]:

@@ -8,7 +8,7 @@ The region comes from exactly one of:
 
 Result `inpaint`: a PNG at the input size, RGB or RGBA as the input (alpha untouched), 8-bit for 8-bit
 sources and 16-bit otherwise; outside the region it is bit-identical to an 8/16-bit input. Only a crop
-around the region is analysed (hole_fill.py).
+around the region is analysed (job_steps/hole_fill.py).
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ import numpy as np
 from ...contract import InputError
 from ...contract.catalog import Family
 from ...contract.jobs import InpaintImageParams
+from ..job_steps.hole_fill import hole_crop, inpaint_pixels
+from ..job_steps.model_loading import log_model_time, prepare_adapter
+from ..job_steps.progress import JobProgress
+from ..job_steps.selection_mask import check_overlap, selection_coverage
 from ..media import MediaSource, open_input, resize, write_png
 from ..models.display import display_pixels
 from ..models.lama import LamaAdapter
-from .cutout import selection_coverage
-from .hole_fill import hole_crop, inpaint_pixels
-from .image_job import JobProgress, log_model_time, prepare_adapter
-from .selection_mask import check_overlap
 
 LUMA = np.array([0.2126, 0.7152, 0.0722], np.float32)
 ASPECT_TOLERANCE = 0.01

@@ -29,16 +29,17 @@ from typing import Any
 
 import numpy as np
 
-from ...contract import Device, InputError, ModelUnavailableError, ResourceExhaustedError
+from ...contract import InputError, ModelUnavailableError, ResourceExhaustedError
 from ...contract.catalog import Family
 from ...contract.jobs import MultiviewParams
 from ..geometry.alignment import align_windows
 from ..geometry.attention import GIB, AttentionEstimate
+from ..job_steps.model_loading import log_model_time, prepare_adapter
+from ..job_steps.output_set import OutputSet
+from ..job_steps.progress import JobProgress
 from ..media import MediaKind, MediaSource, atomic_file, open_input, write_json
 from ..models.da3 import DepthAnything3Adapter, ViewPlacement, ViewsResult
 from ..models.display import display_pixels, over_black
-from .image_job import JobProgress, log_model_time, prepare_adapter
-from .outputs import OutputSet
 
 MIN_WINDOW = 3  # two shared frames to align through, and at least one new frame per window
 CONVENTION = (
@@ -61,7 +62,7 @@ def run_generate_multiview_cameras(context: Any, params: MultiviewParams) -> dic
     source = open_input(params.input)
     expected = selected_count(source, params.frame_step, params.max_frames)
     progress = JobProgress(context)
-    adapter = load_multiview(context, progress, params.model, params.device)
+    adapter = prepare_adapter(context, progress, params.model, Family.MULTIVIEW, params.device, DepthAnything3Adapter)
     if not adapter.has_cameras:
         raise ModelUnavailableError(
             f"{adapter.entry.label} predicts depth only; camera paths need a Depth Anything 3 export with cameras."
@@ -91,10 +92,6 @@ def run_generate_multiview_cameras(context: Any, params: MultiviewParams) -> dic
         outputs.write("depth", "depth.npz", lambda path: stream_npz(path, members))
     log_model_time(context, progress, adapter)
     return outputs.result
-
-
-def load_multiview(context: Any, progress: JobProgress, model: str | None, device: Device) -> DepthAnything3Adapter:
-    return prepare_adapter(context, progress, model, Family.MULTIVIEW, device, DepthAnything3Adapter)
 
 
 def selected_count(source: MediaSource, step: int, max_frames: int) -> int:

@@ -6,27 +6,24 @@ matte is confined to the selection grown by a small margin (selection_mask.py) a
 matte. Results: `alpha`, a single-channel 16-bit PNG at the input size, and `cutout`, the image's colour
 with that alpha (8-bit sources 8-bit, deeper sources 16-bit).
 
-`refine_alpha` is the reusable part (the cutout job's `refine` option runs the same thing).
+The matte itself is job_steps/matte.py's `refine_alpha` (the cutout job's `refine` option runs the same thing).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ...contract.catalog import Family
 from ...contract.jobs import RefineImageSelectionParams
-from ...contract.parameters import Selection
+from ..job_steps.matte import refine_alpha, with_alpha
+from ..job_steps.model_loading import log_model_time, prepare_adapter
+from ..job_steps.progress import JobProgress
+from ..job_steps.selection_mask import selection_region
 from ..media import open_input, write_png
 from ..media.png_stream import write_png_bands
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels
-from .image_job import JobProgress, log_model_time, prepare_adapter
-from .remove_background import analyse, with_alpha
-from .selection_mask import selection_region
 
 
 def run_refine_image_selection(context: Any, params: RefineImageSelectionParams) -> dict[str, str]:
@@ -52,24 +49,3 @@ def run_refine_image_selection(context: Any, params: RefineImageSelectionParams)
     )
     log_model_time(context, progress, adapter)
     return {"alpha": "alpha.png", "cutout": "cutout.png"}
-
-
-def refine_alpha(
-    adapter: Ben2Adapter,
-    pixels: np.ndarray,
-    selection: Selection,
-    padding: int,
-    max_input_size: int,
-    *,
-    last_run: bool = True,
-    log: Callable[[str], None] = lambda _message: None,
-) -> np.ndarray:
-    """Full-size matte (H, W) float32 of display `pixels` refined inside `selection`; zero elsewhere."""
-    height, width = pixels.shape[:2]
-    region = selection_region(selection, (width, height), padding)
-    log(f"Selection crop {region.crop} (x0, y0, x1, y1), grown by {region.grow} px")
-    rows, columns = region.slices
-    matte = analyse(adapter, pixels[rows, columns], max_input_size, last_run=last_run)
-    alpha = np.zeros((height, width), dtype=np.float32)
-    alpha[rows, columns] = matte * region.mask
-    return alpha

@@ -5,9 +5,10 @@ as alpha (8-bit sources give 8-bit PNGs, 16-bit and float sources 16-bit); `alph
 float32 EXR with one channel `Y` for stills (HDR sources: the add-on multiplies it into the float image
 itself), a grey video or 16-bit grey PNG sequence for clips.
 
-`max_input_size` limits what the model analyses: below the model's own input size (1024² for BEN2) the
-image is first reduced to it, so the matte follows the coarser view; the matte is always brought back to
-the full input size and the colour is never resampled.
+`max_input_size` limits what the model analyses (job_steps/matte.py): the matte is always brought back to the
+full input size and the colour is never resampled. Clips go frame by frame (job_steps/frame_loop.py), resume
+from finished frames (job_steps/frame_cache.py) and, with `steady_edges`, lean each matte on the previous
+frame's where the picture did not move (job_steps/steady_edges.py).
 """
 
 from __future__ import annotations
@@ -19,14 +20,16 @@ import numpy as np
 
 from ...contract.catalog import Family
 from ...contract.jobs import JobId, OutputKind, RemoveBackgroundParams
-from ..media import Frame, Image, MediaKind, fit_long_edge_size, open_input, write_exr
+from ..job_steps.frame_cache import open_frame_cache
+from ..job_steps.frame_loop import Report, stream_frames
+from ..job_steps.matte import cut_out, with_alpha
+from ..job_steps.model_loading import log_model_time, prepare_adapter
+from ..job_steps.progress import JobProgress
+from ..job_steps.steady_edges import SteadyEdges
+from ..media import Frame, MediaKind, open_input, write_exr
 from ..media.png_stream import write_png_bands
 from ..models.ben2 import Ben2Adapter
-from ..models.display import display_pixels, over_black, over_black_at
-from .frame_cache import open_frame_cache
-from .frame_loop import Report, stream_frames
-from .image_job import JobProgress, log_model_time, prepare_adapter
-from .steady_edges import SteadyEdges
+from ..models.display import display_pixels
 
 
 def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[str, str]:
@@ -89,40 +92,3 @@ def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[
     )
     log_model_time(context, progress, adapter)
     return result
-
-
-def with_alpha(pixels: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    """Colour (H, W, 3|4) with `alpha` (H, W) as its alpha: (H, W, 4). Called per band for large stills."""
-    return np.concatenate([pixels[..., :3], alpha[..., None]], axis=2)
-
-
-def cut_out(
-    adapter: Ben2Adapter, image: Image, max_input_size: int, *, last_run: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """(display pixels at the input size, matte (H, W) in [0, 1] including the source alpha)."""
-    pixels = display_pixels(image)
-    return pixels, analyse(adapter, pixels, max_input_size, last_run=last_run)
-
-
-def analyse(adapter: Ben2Adapter, pixels: np.ndarray, max_input_size: int, *, last_run: bool) -> np.ndarray:
-    """The BEN2 matte of display pixels (H, W, 3|4) at their own size, analysed at most `max_input_size`."""
-    height, width = pixels.shape[:2]
-    source_alpha = pixels[..., 3] if pixels.shape[2] == 4 else None
-    model_height, model_width = adapter.input_size
-    if max_input_size >= max(adapter.input_size) and width * height > model_width * model_height:
-        # Exactly what the adapter's preprocess makes of the full-size pixels (its resize is then a no-op),
-        # without a full-size RGB copy of an RGBA image.
-        rgb = np.clip(over_black_at(pixels, (model_width, model_height)), 0.0, 1.0)
-    else:
-        rgb = analysed_rgb(adapter, pixels, max_input_size)
-    return adapter.matte(rgb, (width, height), source_alpha, last_run=last_run)
-
-
-def analysed_rgb(adapter: Ben2Adapter, pixels: np.ndarray, max_input_size: int) -> np.ndarray:
-    """What BEN2 is given: the pixels over black, reduced to `max_input_size` when that is below its input."""
-    height, width = pixels.shape[:2]
-    if max_input_size < max(adapter.input_size):
-        limited = fit_long_edge_size((width, height), max_input_size)
-        if limited != (width, height):
-            return np.clip(over_black_at(pixels, limited), 0.0, 1.0)
-    return over_black(pixels)

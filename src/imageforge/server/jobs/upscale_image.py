@@ -15,13 +15,14 @@ import numpy as np
 
 from ...contract.catalog import Family
 from ...contract.jobs import JobId, UpscaleImageParams
+from ..job_steps.frame_cache import open_frame_cache
+from ..job_steps.frame_loop import Report, stream_frames
+from ..job_steps.model_loading import log_model_time, prepare_adapter
+from ..job_steps.progress import JobProgress
 from ..media import Frame, Image, MediaKind, fit_long_edge, fit_long_edge_size, open_input, resize_image
 from ..media.png_stream import PngStreamWriter
 from ..models.display import display_pixels
 from ..models.upscale import UpscaleAdapter, UpscalePlan
-from .frame_cache import open_frame_cache
-from .frame_loop import Report, stream_frames
-from .image_job import JobProgress, log_model_time, prepare_adapter
 
 OVERLAP_WARNING = 2.0  # work ratio above which a user-chosen tile size is worth a warning
 

@@ -17,6 +17,7 @@ import numpy as np
 from ...contract import Device, ModelUnavailableError
 from ...contract.catalog import Family, ModelEntry
 from .. import provenance
+from ..downloads.job_download import download_into_job
 from ..downloads.store import model_status
 from ..inference import SessionHandle, current_fraction, job_warner
 from ..inference.devices import resolve_device
@@ -130,7 +131,5 @@ def download_for_job(context: Any, entry: ModelEntry, *, until: float = 1.0) -> 
     The bar moves from where the job stands to `until` (never backwards, never into the share of the
     stages that follow).
     """
-    from ..jobs.download_models import download_into_job
-
     start = current_fraction(context)
     download_into_job(context, [entry], within=(start, max(start, until)))

@@ -9,7 +9,7 @@ size (the 512² variants) get the image resized to that size and the output resi
 
 Tensor names and dtypes are read from the session. The output is clamped to [0, 1]. What the adapter
 returns covers the whole array it was given; confining the result to the hole is the caller's job
-(jobs/inpaint_image.py), so that pixels outside the hole are never touched.
+(job_steps/hole_fill.py), so that pixels outside the hole are never touched.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""What every image job does around its model: stage progress with cancellation checks, loading the adapter,
-and saying in the job log what really ran where and how long the model itself took.
+"""Loading a job's model and saying in the job log what really ran where and how long the model itself took.
 
-Progress runs 0 → 0.1 while the model is prepared (a missing model's download fills 0 → `DOWNLOAD_END`
-with its bytes and speed, below the 0.08 at which jobs read their input), 0.1 → 0.95 while the model runs
-(tiles, frames), then to 1 while the result is written. Every report checks cancellation first, so a
-cancelled job stops at the next tile or frame.
+A missing model is downloaded inside the job first; its bytes and speed fill the bar up to `DOWNLOAD_END`
+(progress.py), below the stage at which jobs read their input.
 """
 
 from __future__ import annotations
@@ -17,27 +14,9 @@ from ...contract.catalog import Family, load_catalog
 from ..inference import current_fraction
 from ..inference.cpu_copy import is_copy
 from ..models import Adapter, load_adapter
+from .progress import DOWNLOAD_END, JobProgress
 
 A = TypeVar("A", bound=Adapter)
-RUN_START, RUN_END, WRITING = 0.1, 0.95, 0.96
-DOWNLOAD_END = 0.07  # where an in-job model download ends: before "Reading input" (0.08) and RUN_START
-
-
-class JobProgress:
-    def __init__(self, context: Any):
-        self.context = context
-        self.started = time.perf_counter()
-
-    def stage(self, fraction: float, message: str) -> None:
-        self.context.check_cancelled()
-        self.context.progress(fraction, message)
-
-    def running(self, done: float, message: str) -> None:
-        """Progress inside the model stage; `done` is the fraction of model work finished (0–1)."""
-        self.stage(RUN_START + (RUN_END - RUN_START) * min(max(done, 0.0), 1.0), message)
-
-    def writing(self) -> None:
-        self.stage(WRITING, "Writing result")
 
 
 def prepare_adapter(

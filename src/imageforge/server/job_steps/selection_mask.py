@@ -1,4 +1,5 @@
-"""A selection (box or lasso, in image pixels, origin top-left, y down) as the region Refine Selection works on.
+"""A selection (box or lasso, in image pixels, origin top-left, y down) as pixels: the region Refine Selection
+works on, and the anti-aliased coverage Cutout and Inpaint use as their matte.
 
 The crop around the selection gives BEN2 context (`padding` pixels); the matte is then confined to the
 selection grown by a small margin, because a hand-drawn lasso cuts through the object's edge here and
@@ -11,6 +12,7 @@ Pixel (i, j) covers [i, i+1) × [j, j+1): a box [10, 10, 20, 20] selects columns
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +20,7 @@ import numpy as np
 from ...contract import InputError
 from ...contract.parameters import Selection
 from ...contract.selection_geometry import analysed_crop, clip_bounds
+from .region import Region
 
 SUPERSAMPLE = 4  # anti-aliased coverage: 4 × 4 samples per pixel
 SAMPLES_PER_BAND = 1 << 22  # bounds the rasteriser's memory on large selections
@@ -126,3 +129,29 @@ def polygon_coverage(points: np.ndarray, width: int, height: int, *, samples: in
         inside = (np.cumsum(toggles, axis=1)[:, : width * s] & 1).astype(np.float32)
         coverage[top : top + rows_here] = inside.reshape(rows_here, s, width, s).mean(axis=(1, 3))
     return coverage
+
+
+def selection_coverage(selection: Selection | None, size: tuple[int, int]) -> np.ndarray:
+    """The fraction of each pixel (H, W) the selection covers; pixel (i, j) spans [i, i+1) × [j, j+1)."""
+    width, height = size
+    if selection is None:
+        return np.ones((height, width), np.float32)
+    check_overlap(selection, size)
+    coverage = np.zeros((height, width), np.float32)
+    left, top, right, bottom = selection.bounds
+    region = Region(max(0, math.floor(left)), max(0, math.floor(top)), min(width, math.ceil(right)),
+                    min(height, math.ceil(bottom)))  # fmt: skip
+    if selection.box is not None:
+        across = _overlap(np.arange(region.x0, region.x1), left, right)
+        down = _overlap(np.arange(region.y0, region.y1), top, bottom)
+        coverage[region.slices] = down[:, None] * across[None, :]
+    else:
+        points = np.asarray(selection.lasso, np.float64) - (region.x0, region.y0)
+        coverage[region.slices] = polygon_coverage(points, *region.size)
+    return coverage
+
+
+def _overlap(starts: np.ndarray, low: float, high: float) -> np.ndarray:
+    """How much of each unit interval [s, s+1) lies inside [low, high)."""
+    inside: np.ndarray = np.clip(np.minimum(starts + 1.0, high) - np.maximum(starts, low), 0.0, 1.0).astype(np.float32)
+    return inside

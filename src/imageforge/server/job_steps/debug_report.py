@@ -17,8 +17,9 @@ from ...contract.catalog import Family
 from ...contract.jobs import DebugParams
 from ..media import Image, open_input, write_json, write_npz
 from ..models import Adapter
-from .image_job import JobProgress, log_model_time, prepare_adapter
-from .outputs import OutputSet
+from .model_loading import log_model_time, prepare_adapter
+from .output_set import OutputSet
+from .progress import JobProgress
 
 A = TypeVar("A", bound=Adapter)
 # Debug arrays (the input, raw outputs and the full-size frame, then their NPZ) cost about 40 bytes a pixel:

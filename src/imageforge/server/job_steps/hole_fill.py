@@ -23,7 +23,7 @@ from ...contract import InputError
 from ..media import fit_long_edge_size, resize
 from ..media.resample import resized_rows
 from ..models.lama import LamaAdapter
-from .depth_plane import Region
+from .region import Region
 from .selection_mask import dilate
 
 CONTEXT_FRACTION = 0.5  # context on each side of the hole, as a fraction of the hole's longer side

@@ -24,7 +24,7 @@ import numpy as np
 from ...contract.jobs import SequenceOutput
 from ..media import Frame, MediaSource, PngSequenceWriter, VideoWriter, plan_video_output
 from .frame_cache import FrameCache
-from .image_job import JobProgress
+from .progress import JobProgress
 
 Report = Callable[[float, str], None]  # (fraction of this frame done, detail such as "tile 3/12")
 ProcessFrame = Callable[[Frame, bool, Report], np.ndarray]  # (frame, is last, report) → [0, 1] pixels

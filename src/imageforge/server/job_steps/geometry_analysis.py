@@ -1,0 +1,38 @@
+"""Running MoGe-2 on a still: the display pixels over black at the analysis size, one model run, its log line.
+
+The depth-plane and cutout jobs both analyse the whole image this way (a cutout crops afterwards, so the
+model sees the context around the object and its camera stays the photo's camera).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..media import fit_long_edge_size
+from ..models.display import over_black, over_black_at
+from ..models.moge2 import MoGe2Adapter, MoGeResult
+from .progress import JobProgress
+
+
+def geometry_rgb(pixels: np.ndarray, max_input_size: int) -> np.ndarray:
+    """Display pixels over black at MoGe-2's analysis size: what the adapter's prepare makes of them (its own
+    resize is then a no-op), composited per channel so no full-size RGB copy is made (3 GiB at 16384²)."""
+    height, width = pixels.shape[:2]
+    analysed = fit_long_edge_size((width, height), max_input_size)
+    if analysed == (width, height):
+        return over_black(pixels)
+    return np.clip(over_black_at(pixels, analysed), 0.0, 1.0)
+
+
+def analyse(
+    progress: JobProgress, adapter: MoGe2Adapter, rgb: np.ndarray, max_input_size: int, resolution_level: int
+) -> MoGeResult:
+    """Run MoGe-2 once on display RGB composited over black, with a progress stage before and a check after."""
+    progress.stage(0.1, f"Running {adapter.entry.label}")
+    result = adapter.analyse(rgb, max_input_size=max_input_size, resolution_level=resolution_level)
+    progress.context.log(
+        f"Analysed {result.analysed_size[0]}×{result.analysed_size[1]} with {result.num_tokens} tokens; "
+        f"valid {result.frame.valid.mean():.1%}; timings { ({k: round(v, 3) for k, v in result.timings.items()}) }"
+    )
+    progress.stage(0.8, "Writing result")
+    return result
