@@ -71,6 +71,27 @@ def test_sigterm_or_sighup_of_the_cli_cancels_its_job_and_the_unused_server_exit
     assert server is not None and process_gone(server, LINGER + 15)  # no client, no job: it exits by itself
 
 
+def test_sigterm_of_a_batch_cancels_the_running_input_and_starts_no_other(kit, tmp_path):
+    """`imageforge batch` stops like `run`: the running input's job is cancelled, later inputs never start, and
+    the exit status is the signal's, not the per-input failure count."""
+    second = tmp_path / "second.png"
+    second.write_bytes(kit.image.read_bytes())
+    output = tmp_path / "out"
+    cli = kit.start_cli(
+        "batch", "remove-background", str(kit.image), str(second), "model=SLOW", "--output", str(output)
+    )
+    kit.wait_for_slow_bytes()  # the first input's job is downloading its model
+    sent = time.monotonic()
+    cli.send_signal(signal.SIGTERM)
+    out, err = cli.communicate(timeout=60)
+    cancelled_after(kit, sent)
+    assert cli.returncode == 128 + signal.SIGTERM, err
+    assert "cancelled the job: received SIGTERM." in err
+    assert out == ""  # no input reported as done or failed
+    assert len(kit.job_folders()) == 1  # the second input never became a job
+    assert not output.exists() or not any(output.iterdir())
+
+
 def test_sigkill_of_the_cli_cancels_its_job_on_the_server_and_the_orphan_server_exits(kit):
     cli = kit.start_cli("run", "download-model", "model=SLOW")
     kit.wait_for_slow_bytes()

@@ -10,7 +10,8 @@ and frame folders or patterns. Every input gets one JSON line on stdout as soon 
 A bad input is reported and the batch goes on; the exit status is 1 when any input failed. Results are
 copied with cli/output_placement.py under names made from the input (`<stem>_<result file>`), so two
 `photo.png` from different folders become `photo_foreground.png` and `photo_foreground (2).png`, and no
-input or existing file is ever replaced. On a terminal, one progress bar covers the whole batch.
+input or existing file is ever replaced. On a terminal, one progress bar covers the whole batch. Ctrl-C, SIGTERM
+or SIGHUP cancel the running input's job and start no other (cli/cancellation.py; exit 130, 143, 129).
 """
 
 from __future__ import annotations
@@ -19,11 +20,9 @@ import argparse
 import json
 import os
 import re
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from ..client.job_runner import JobCancelledError, make_runtime, run_job
@@ -31,6 +30,7 @@ from ..client.setup import environment_ready, prepare_environment
 from ..contract import ImageForgeError, InputError, job_spec
 from ..contract.parameters import field_docs
 from .arguments import parse_assignments
+from .cancellation import StopSignals
 from .output_placement import OutputFolder
 from .progress import ProgressPrinter
 
@@ -116,20 +116,11 @@ def batch(args: argparse.Namespace, storage_root: Path, say: Callable[[str], Non
     runtime = make_runtime(storage_root)  # one server start for every input
     printer = ProgressPrinter()
     progress = BatchProgress(len(items), printer)
-    interrupted: list[bool] = []
-
-    def on_interrupt(_signum: int, _frame: FrameType | None) -> None:
-        if interrupted:
-            raise KeyboardInterrupt
-        interrupted.append(True)
-        say("\nCancelling… (Ctrl-C again to abandon)")
 
     def one(index: int, item: BatchItem) -> dict[str, Any]:
         progress.start(index, Path(item.argument).name)
         try:
-            done = run_job(
-                runtime, args.job, item.parameters, on_progress=progress, cancel_requested=lambda: bool(interrupted)
-            )
+            done = run_job(runtime, args.job, item.parameters, on_progress=progress, cancel_requested=stop.requested)
             files = {name: done.file(name) for name in done.value}
             result = copy_named(files, Path(done.directory).resolve(), output, result_label(item.path))
         except JobCancelledError:
@@ -142,15 +133,17 @@ def batch(args: argparse.Namespace, storage_root: Path, say: Callable[[str], Non
         return {"input": item.argument, "result": {name: str(path) for name, path in result.items()}}
 
     failures = 0
-    previous = signal.signal(signal.SIGINT, on_interrupt)
-    try:
-        for index, item in enumerate(items):
-            line = one(index, item)
-            failures += "error" in line
-            print(json.dumps(line, ensure_ascii=False), flush=True)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        runtime.server.detach()  # the shared server lingers for the next command, as after `run`
+    with StopSignals(say) as stop:
+        try:
+            for index, item in enumerate(items):
+                line = one(index, item)
+                failures += "error" in line
+                print(json.dumps(line, ensure_ascii=False), flush=True)
+        except JobCancelledError:
+            stop.raise_if_terminated()
+            raise
+        finally:
+            runtime.server.detach()  # the shared server lingers for the next command, as after `run`
     if failures:
         say(f"{failures} of {len(items)} input(s) failed.")
     return 1 if failures else 0

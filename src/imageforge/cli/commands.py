@@ -5,12 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..client.environment import default_storage_root
@@ -23,6 +19,7 @@ from ..contract.catalog import load_catalog
 from ..contract.parameters import field_docs, path_parameters
 from ..contract.provenance import Provenance
 from .arguments import parse_assignments
+from .cancellation import StopSignals, TerminatedError
 from .device_report import print_warnings, result_summary
 from .output_placement import OutputFolder
 from .progress import ProgressPrinter
@@ -98,64 +95,21 @@ def _copy_results(files: dict[str, Path], job_folder: Path, output: OutputFolder
 
 
 def _run_on_server(root: Path, job_type: str, parameters: dict[str, Any]) -> JobResult:
-    """Run one job on the folder's shared server (attaching, or starting one), then leave it to linger.
-
-    Ctrl-C, SIGTERM and SIGHUP (what `timeout`, a closed terminal or a killed `uv run` send) cancel the job and
-    wait for the server to confirm; a second one abandons it. If this process's parent dies without a signal
-    reaching us (uv killed by SIGKILL), the same happens. Killed outright, this process's lease ends on the
-    server, which cancels the job within a second (server/clients.py).
-    """
+    """Run one job on the folder's shared server (attaching, or starting one), then leave it to linger; a stop
+    signal cancels the job (cli/cancellation.py)."""
     if not environment_ready(root):
         prepare_environment(root, report=_say)
     runtime = make_runtime(root)
     printer = ProgressPrinter()
-    received: list[int] = []
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        if received:
-            raise KeyboardInterrupt
-        received.append(signum)
-        _say(f"\nCancelling… ({signal.Signals(signum).name}; again to abandon)")
-
-    handled = [signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
-    previous = {number: signal.signal(number, on_signal) for number in handled}
-    orphan_watch = watch_parent(lambda: signal.raise_signal(signal.SIGTERM))
-    try:
-        return run_job(runtime, job_type, parameters, on_progress=printer, cancel_requested=lambda: bool(received))
-    except JobCancelledError:
-        if received and received[0] != signal.SIGINT:
-            raise TerminatedError(received[0]) from None
-        raise
-    finally:
-        orphan_watch.set()
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-        printer.finish()
-        runtime.server.detach()
-
-
-class TerminatedError(JobCancelledError):
-    """The job was cancelled because this process was told to end (SIGTERM, SIGHUP, or its parent died)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(f"cancelled the job: received {signal.Signals(signum).name}.")
-        self.signum = signum
-
-
-def watch_parent(on_orphaned: Callable[[], None], interval: float = 0.5) -> threading.Event:
-    """Call `on_orphaned` once if this process is re-parented (its parent died); set the event to stop."""
-    stop = threading.Event()
-    parent = os.getppid()
-
-    def watch() -> None:
-        while not stop.wait(interval):
-            if os.getppid() != parent:
-                on_orphaned()
-                return
-
-    if parent > 1:
-        threading.Thread(target=watch, name="ImageForgeParentWatch", daemon=True).start()
-    return stop
+    with StopSignals(_say) as stop:
+        try:
+            return run_job(runtime, job_type, parameters, on_progress=printer, cancel_requested=stop.requested)
+        except JobCancelledError:
+            stop.raise_if_terminated()
+            raise
+        finally:
+            printer.finish()
+            runtime.server.detach()
 
 
 def batch(args: argparse.Namespace) -> int:
