@@ -13,30 +13,6 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "imageforge"
 COMPAT_MODULES = {"client/blendjob_compat.py", "server/blendjob_compat.py"}
-# TODO(issue 15, item 1): modules written while this seam landed; move each use into the compatibility
-# module of its process (or a public BlendJob hook) and drop the entry. Exactly these names are allowed in
-# these modules until then; a new one fails.
-ALLOWED_FOR_NOW = {
-    # the authenticated, shared server controller (openspec/0008, 0014, 0015): overrides and calls
-    "client/controller.py": {
-        "_available_port",
-        "_close_finished_process",
-        "_close_process",
-        "_recover_connection",
-        "_server_command",
-    },
-    # the server's client leases: BlendJob's process liveness check
-    "server/clients.py": {"_process_exists"},
-    # the batch operator chains jobs by overriding JobOperatorBase's finishing and progress hooks
-    "addon/operators/batch.py": {
-        "_close",
-        "_finish_failure",
-        "_finish_success",
-        "_from_status",
-        "_submit_job",
-        "_update_from_job_status",
-    },
-}
 
 
 def _private(name: str) -> bool:
@@ -132,7 +108,7 @@ def test_only_the_compatibility_modules_name_blendjob_privates():
     for name, tree in sorted(modules.items()):
         if name in COMPAT_MODULES:
             continue
-        extra = named_privates(tree, privates, derived) - ALLOWED_FOR_NOW.get(name, set())
+        extra = named_privates(tree, privates, derived)
         if extra:
             offenders[name] = sorted(extra)
     assert offenders == {}, (

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from blendjob.server import JobContext
+from blendjob.server import JobContext, watch_parent
 
-from imageforge.server.blendjob_compat import job_status, published_fraction
+from imageforge.server.blendjob_compat import job_status, process_exists, published_fraction
 
 
 def test_a_real_job_context_reads_back_what_it_published(tmp_path: Path):
@@ -23,3 +26,11 @@ def test_a_real_job_context_reads_back_what_it_published(tmp_path: Path):
 def test_a_context_without_blendjobs_status_reads_as_nothing_published():
     assert job_status(object()) == {}
     assert published_fraction(object()) == 0.0
+
+
+def test_the_liveness_check_tells_a_running_process_from_an_ended_one():
+    assert "_process_exists" in watch_parent.__code__.co_names  # BlendJob's own use: it watches Blender with it
+    assert process_exists(os.getpid()) is True
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # ended and reaped: its id names no process now
+    assert process_exists(child.pid) is False

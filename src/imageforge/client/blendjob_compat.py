@@ -3,8 +3,11 @@
 BlendJob (pinned in pyproject.toml and server_environment.json) lacks a public hook for each of these; the
 workaround lives here, and tests/client/test_blendjob_compat.py fails when a BlendJob release changes the
 behaviour it relies on. Nothing outside this module (and server/blendjob_compat.py on the server side) may
-name a BlendJob private: tests/contract/test_blendjob_seam.py checks it. client/controller.py's overrides
-are the one exception for now (its rewrite is in progress; issue 15, TODO there).
+name a BlendJob private: tests/contract/test_blendjob_seam.py checks it.
+
+Where ImageForge must override or call a private hook of a BlendJob class, a class here does it once and
+forwards to a public name: `ServerControllerHooks` (client/controller.py), `JobRuntimeHooks` (the server command)
+and `JobOperatorHooks` (every job operator; the batch operator chains jobs through its end-of-job hooks).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from blendjob import JobResult, JobRuntime
+from blendjob.controller import ServerConnection, ServerController
+from blendjob.operator import JobOperatorBase, JobOperatorState
 
 # JobRuntime's timer callbacks: enable() registers `_poll_server`, a job's progress update registers
 # `_redraw_status_bars`, and disable() unregisters both by identity.
@@ -49,3 +54,90 @@ def run_before_install(controller: Any, before: Callable[[], None]) -> None:
         install()
 
     controller.install = install_after_hook
+
+
+class ServerControllerHooks(ServerController):
+    """BlendJob's ServerController with the private hooks ImageForge's controller needs under public names.
+
+    BlendJob calls `_recover_connection` (start, stop) and `_close_finished_process` (ensure, poll) on itself:
+    both forward to `recover_connection()` and `close_finished_process()`, which subclasses override. Missing
+    hooks: controller hooks for recovering a running server, for a process that ended, and a free port.
+    """
+
+    def _recover_connection(self) -> ServerConnection | None:
+        return self.recover_connection()
+
+    def recover_connection(self) -> ServerConnection | None:
+        """Connect to the folder's running server (BlendJob's: from its process record, same Blender only)."""
+        ServerController._recover_connection(self)
+        return self.connection
+
+    def _close_finished_process(self) -> None:
+        self.close_finished_process()
+
+    def close_finished_process(self) -> None:
+        """Forget the server process (and its connection) when it has exited; nothing when it runs."""
+        ServerController._close_finished_process(self)
+
+    def close_process(self, *, terminate: bool = False) -> None:
+        """Forget the server process and close its log; end it first (with its children) when `terminate`."""
+        self._close_process(terminate=terminate)
+
+    def available_port(self) -> int:
+        """A loopback port free at this moment (another process may take it before the server binds it)."""
+        return int(self._available_port())
+
+
+class JobRuntimeHooks(JobRuntime):
+    """BlendJob's JobRuntime with the server command under a public name: `JobRuntime.__init__` and
+    `server_controller()` build their controllers from `_server_command`, which forwards to `server_command()`.
+    Missing hook: a server command factory passed to the runtime."""
+
+    def _server_command(self, port: int, instance_id: str, *, root: Any = None) -> list[str]:
+        return self.server_command(port, instance_id, root=root)
+
+    def server_command(self, port: int, instance_id: str, *, root: Any = None) -> list[str]:
+        """The command line that starts the job server (BlendJob's: its own runner)."""
+        return list(JobRuntime._server_command(self, port, instance_id, root=root))
+
+
+class JobOperatorHooks(JobOperatorBase):
+    """BlendJob's JobOperatorBase with its end-of-job and progress hooks under public names.
+
+    BlendJob's modal() calls `_finish_success`, `_finish_failure`, `_close` and `_update_from_job_status`, and
+    execute() starts `_submit_job` on a thread; each forwards to (or is reachable as) the public name below.
+    Missing hooks: operator hooks for a job's end and its progress (a batch chains jobs in one invocation).
+    """
+
+    def _finish_success(self, context: Any, job: JobOperatorState, status: dict[str, Any]) -> set[str]:
+        return self.finish_success(context, job, status)
+
+    def finish_success(self, context: Any, job: JobOperatorState, status: dict[str, Any]) -> set[str]:
+        """The job succeeded: land its result (response()) and close the invocation."""
+        return set(JobOperatorBase._finish_success(self, context, job, status))
+
+    def _finish_failure(self, context: Any, job: JobOperatorState, error: Any) -> set[str]:
+        return self.finish_failure(context, job, error)
+
+    def finish_failure(self, context: Any, job: JobOperatorState, error: Any) -> set[str]:
+        """The job (or reading its status) failed: report it and close the invocation."""
+        return set(JobOperatorBase._finish_failure(self, context, job, error))
+
+    def _close(self, context: Any, job: JobOperatorState, message: str, *, cancelled: bool) -> set[str]:
+        return self.close_job(context, job, message, cancelled=cancelled)
+
+    def close_job(self, context: Any, job: JobOperatorState, message: str, *, cancelled: bool) -> set[str]:
+        """End the invocation: timer and progress bar removed, the job marked finished, `message` shown."""
+        return set(JobOperatorBase._close(self, context, job, message, cancelled=cancelled))
+
+    def _update_from_job_status(self, context: Any, job: JobOperatorState, status: dict[str, Any]) -> None:
+        self.update_from_job_status(context, job, status)
+
+    def update_from_job_status(self, context: Any, job: JobOperatorState, status: dict[str, Any]) -> None:
+        """Show a running job's progress and message."""
+        JobOperatorBase._update_from_job_status(self, context, job, status)
+
+    def submit_job(self, job: JobOperatorState, parameters: dict[str, Any]) -> None:
+        """Submit `parameters` for `job` (BlendJob's submit thread body): sets job_id/directory/started, or
+        start_error."""
+        self._submit_job(job, parameters)

@@ -33,8 +33,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import blendjob
-from blendjob import JobRuntime
-from blendjob.controller import RegisteredServerProcess, ServerConnection, ServerController
+from blendjob.controller import RegisteredServerProcess, ServerConnection
 from blendjob.environment import environment_python
 from blendjob.runtime import windows_creation_flags
 from blendjob.server import TERMINAL_STATES
@@ -45,6 +44,7 @@ from ..contract.server_credentials import CredentialsError, ServerCredentials, r
 from . import retirement
 from .attachment import Attachment, this_process_kind
 from .authenticated import AuthenticatedJobClient, ServerIdentityError
+from .blendjob_compat import JobRuntimeHooks, ServerControllerHooks
 from .storage_holder import holder_description
 
 REQUEST_SECONDS = 0.5  # each of the cancel and shutdown requests a stop makes on the caller's thread
@@ -61,7 +61,7 @@ BLENDJOB_ROOT = Path(blendjob.__file__).resolve().parents[1]
 CommandFactory = Callable[[int, str, "int | None"], list[str]]
 
 
-class ImageForgeServerController(ServerController):  # type: ignore[misc]  # BlendJob ships no types
+class ImageForgeServerController(ServerControllerHooks):
     """BlendJob's controller, authenticated, with a non-blocking stop and readable crash reports."""
 
     # Set by ServerController.__init__; declared here for the type checker. A process and its connection are
@@ -110,11 +110,11 @@ class ImageForgeServerController(ServerController):  # type: ignore[misc]  # Ble
             raise RuntimeError("Server Location is being changed")
         if self.connection is not None and self.process is not None and self.process.poll() is None:
             return self.connection
-        self._close_process()
+        self.close_process()
         self.connection = None
         root.mkdir(parents=True, exist_ok=True)
         with start_lock(root):  # one starter per folder: two clients starting at once get one server
-            if self._recover_connection() is None:
+            if self.recover_connection() is None:
                 if not self.writer and storage_locked(root):
                     raise RuntimeError(
                         f"Cannot start the job server: {holder_description(root)} is using {root}; wait for it "
@@ -128,7 +128,7 @@ class ImageForgeServerController(ServerController):  # type: ignore[misc]  # Ble
         root = self.root()
         listener = listening_socket(self.host) if PASS_SOCKET else None
         try:
-            port = listener.getsockname()[1] if listener is not None else self._available_port()
+            port = listener.getsockname()[1] if listener is not None else self.available_port()
             instance_id = uuid.uuid4().hex
             log_path = self.log_path_factory()
             log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -177,7 +177,7 @@ class ImageForgeServerController(ServerController):  # type: ignore[misc]  # Ble
         self.issued = credentials
         return command
 
-    def _recover_connection(self) -> ServerConnection | None:
+    def recover_connection(self) -> ServerConnection | None:
         """Connect to the folder's running server from its process record and credentials (it proves itself on
         the first request); None when no server of this folder is running."""
         root = self.root()
@@ -233,7 +233,7 @@ class ImageForgeServerController(ServerController):  # type: ignore[misc]  # Ble
             except ServerIdentityError:
                 raise
             except RuntimeError:
-                self._close_finished_process()
+                self.close_finished_process()
             if self.process is None:
                 if starts >= 2:
                     raise RuntimeError(self.crash_message or f"Server did not start; log: {self.log_path_factory()}")
@@ -246,7 +246,7 @@ class ImageForgeServerController(ServerController):  # type: ignore[misc]  # Ble
 
     def attach_running(self, timeout: float = 30.0) -> ServerConnection | None:
         """The folder's running server, attached, or None when none runs; never starts one."""
-        if self._recover_connection() is None:
+        if self.recover_connection() is None:
             return None
         deadline = time.monotonic() + timeout
         while True:
@@ -298,7 +298,7 @@ class ImageForgeServerController(ServerController):  # type: ignore[misc]  # Ble
         self._end_lease()
         if self.connection is None:
             with contextlib.suppress(RuntimeError):
-                self._recover_connection()
+                self.recover_connection()
         connection, process, log_file = self.connection, self.process, self.log_file
         self.connection, self.process, self.log_file = None, None, None
         cancelled = False
@@ -337,12 +337,12 @@ class ImageForgeServerController(ServerController):  # type: ignore[misc]  # Ble
 
     # -- a server that died on its own -----------------------------------------------------------------------
 
-    def _close_finished_process(self) -> None:
+    def close_finished_process(self) -> None:
         process = self.process
         if process is not None and process.poll() is not None:
             self.crash_message = crash_message(process, self.log_path_factory())
             self.auto_start = False  # show ERROR; Start or Restart (or the next job) brings it back
-        super()._close_finished_process()
+        super().close_finished_process()
 
     def poll(self, *, available: bool = True) -> float:
         """BlendJob's panel poll, except that a living server that is slow to answer (creating a session holds
@@ -413,7 +413,7 @@ class ImageForgeServerController(ServerController):  # type: ignore[misc]  # Ble
         super().mark_job_complete(job_id)
 
     def _require_running(self, job_id: str) -> None:
-        self._close_finished_process()
+        self.close_finished_process()
         if self.process is None:
             raise RuntimeError(self.crash_message or "The job server was stopped before the job finished.")
         started_on = self.job_servers.get(job_id)
@@ -500,7 +500,7 @@ def crash_message(process: Any, log_path: Path) -> str:
     return f"The job server stopped unexpectedly ({how}); start it again, and see {log_path} if it keeps stopping."
 
 
-class ImageForgeRuntime(JobRuntime):  # type: ignore[misc]  # BlendJob ships no types
+class ImageForgeRuntime(JobRuntimeHooks):
     """BlendJob's runtime with ImageForge's controller, for its own server and for setup and migration."""
 
     def __init__(self, *args: Any, linger: Callable[[], float | None] | None = None, **kwargs: Any) -> None:
@@ -508,7 +508,7 @@ class ImageForgeRuntime(JobRuntime):  # type: ignore[misc]  # BlendJob ships no 
         self.linger = linger or (lambda: None)  # the add-on's preference; None: $IMAGEFORGE_SERVER_LINGER or 20 s
 
         def command(port: int, instance_id: str, listen_fd: int | None = None) -> list[str]:
-            return self._server_command(port, instance_id, listen_fd=listen_fd)
+            return self.server_command(port, instance_id, listen_fd=listen_fd)
 
         # Configured exactly as JobRuntime.__init__ configures its ServerController.
         self.server = ImageForgeServerController(
@@ -544,7 +544,7 @@ class ImageForgeRuntime(JobRuntime):  # type: ignore[misc]  # BlendJob ships no 
         """The controller BlendJob's setup and migration use for a folder they already hold locked."""
 
         def command(port: int, instance_id: str, listen_fd: int | None = None) -> list[str]:
-            return self._server_command(port, instance_id, root=root, listen_fd=listen_fd, hold_lock=False)
+            return self.server_command(port, instance_id, root=root, listen_fd=listen_fd, hold_lock=False)
 
         return ImageForgeServerController(
             command,
@@ -554,7 +554,7 @@ class ImageForgeRuntime(JobRuntime):  # type: ignore[misc]  # BlendJob ships no 
             creationflags=windows_creation_flags(),
         )
 
-    def _server_command(
+    def server_command(
         self,
         port: int,
         instance_id: str,

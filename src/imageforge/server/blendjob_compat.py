@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from blendjob.server import _process_exists
+
 
 def job_status(context: Any) -> dict[str, Any]:
     """What the job last published (state, progress, message), as `/jobs/{id}` serves it; {} when the
@@ -20,3 +22,9 @@ def job_status(context: Any) -> dict[str, Any]:
 def published_fraction(context: Any) -> float:
     """The progress fraction the job last published (0 when the context cannot say)."""
     return float(job_status(context).get("progress", 0.0))
+
+
+def process_exists(pid: int) -> bool:
+    """True while a process with this id runs (POSIX: signal 0; Windows: an open, unsignalled handle).
+    Missing hook: BlendJob's own liveness check (it watches the parent Blender with it) is private."""
+    return bool(_process_exists(pid))

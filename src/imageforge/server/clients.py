@@ -19,9 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from blendjob.server import _process_exists  # BlendJob's POSIX/Windows liveness check; its only use here
-
 from ..contract.server_clients import LEASE_SECONDS, ClientKind
+from .blendjob_compat import process_exists
 
 log = logging.getLogger(__name__)
 WATCH_SECONDS = 0.25
@@ -51,7 +50,7 @@ class ClientRegistry:
         *,
         linger: float,
         lease: float = LEASE_SECONDS,
-        alive: Callable[[int], bool] = _process_exists,
+        alive: Callable[[int], bool] = process_exists,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.job_server = job_server

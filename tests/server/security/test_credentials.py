@@ -72,7 +72,7 @@ def test_only_the_start_that_wrote_it_removes_it(tmp_path):
 def test_the_server_refuses_to_run_without_its_own_credentials(server_storage):
     """A server that cannot authenticate must not serve at all: no file, or a file for another start, ends it."""
     runtime = make_runtime(server_storage)
-    command = runtime._server_command(free_port(), "b" * 32)
+    command = runtime.server_command(free_port(), "b" * 32)
     missing = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=server_storage)
     assert missing.returncode != 0 and "Cannot read the server credentials" in missing.stderr
 

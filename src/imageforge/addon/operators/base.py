@@ -1,4 +1,5 @@
-"""What every ImageForge job operator shares, on top of BlendJob's JobOperatorBase.
+"""What every ImageForge job operator shares, on top of BlendJob's JobOperatorBase (through
+client/blendjob_compat.JobOperatorHooks, which gives its end-of-job and progress hooks public names).
 
 The flow is BlendJob's (execute → submit → modal polling → response → cleanup), with these house rules:
 - Inputs are validated in execute() before anything is submitted; the parameters are built there explicitly
@@ -28,8 +29,8 @@ from typing import Any
 
 import bpy
 from blendjob import JobResult, JobRuntime
-from blendjob.operator import JobOperatorBase
 
+from ...client.blendjob_compat import JobOperatorHooks
 from ...contract import ImageForgeError, job_spec
 from ...contract.provenance import Provenance
 from .. import preferences
@@ -38,7 +39,7 @@ from .availability import server_reason
 JOB_POLL_INTERVAL = 0.05  # a status request is a few ms; BlendJob's 0.25 s made every job wait
 
 
-class ImageForgeJobOperator(JobOperatorBase):
+class ImageForgeJobOperator(JobOperatorHooks):
     bl_options = {"REGISTER"}  # BlendJob's default is INTERNAL, which hides operators from F3 search
     poll_interval = JOB_POLL_INTERVAL
     # Plain class attributes, not annotations: Blender reads every annotation of an operator as a property.

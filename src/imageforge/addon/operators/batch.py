@@ -7,8 +7,9 @@ covers every item that landed, and one report sums it up: "12 done, 1 failed: Ro
 Esc cancels the running item and ends the batch; what landed before stays, in that one undo step.
 
 BlendJob runs one job per operator invocation. Batches reuse its invocation state (JobOperatorState) for
-the next job by overriding its finishing hooks `_finish_success`, `_finish_failure`, `_close` and the
-progress hook `_update_from_job_status`; this module is the only one relying on those private names.
+the next job by overriding the end-of-job hooks `finish_success`, `finish_failure`, `close_job` and the
+progress hook `update_from_job_status`, which client/blendjob_compat.JobOperatorHooks forwards from BlendJob's
+private ones (openspec/0017).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import bpy
 from blendjob import JobResult
 
+from ...client.blendjob_compat import result_from_status
 from ...contract import ImageForgeError, job_spec
 from .base import ImageForgeJobOperator
 
@@ -76,10 +78,10 @@ class BatchJobOperator(ImageForgeJobOperator):
                 self._outcome.failed.append((self._items[self._index], str(error)))
         return None
 
-    # -- BlendJob's finishing hooks ---------------------------------------------------------------------------
+    # -- the end-of-job hooks (client/blendjob_compat.JobOperatorHooks) --------------------------------------
 
-    def _finish_success(self, context, job, status):
-        result = JobResult._from_status({"job_id": job.job_id, "directory": str(job.directory), **status})
+    def finish_success(self, context, job, status):
+        result = result_from_status({"job_id": job.job_id, "directory": str(job.directory), **status})
         try:
             self.land_item(context, self._index, result)
         except (ImageForgeError, OSError, RuntimeError, ValueError) as error:
@@ -88,23 +90,23 @@ class BatchJobOperator(ImageForgeJobOperator):
             self._outcome.done.append(self._items[self._index])
         return self._continue(context, job)
 
-    def _finish_failure(self, context, job, error):
+    def finish_failure(self, context, job, error):
         self._outcome.failed.append((self._items[self._index], str(error)))
         return self._continue(context, job)
 
     def _continue(self, context, job):
         parameters = self._next_parameters(context)
-        if parameters is None:  # _close → JobRuntime.finish_job marks the last job complete
-            return self._close(context, job, self._outcome.summary(), cancelled=not self._outcome.done)
+        if parameters is None:  # close_job → JobRuntime.finish_job marks the last job complete
+            return self.close_job(context, job, self._outcome.summary(), cancelled=not self._outcome.done)
         job.controller.mark_job_complete(job.job_id)  # what JobRuntime.finish_job does for a single job
         job.job_id, job.directory, job.started, job.start_error = "", None, False, ""
         job.start_thread = threading.Thread(
-            target=self._submit_job, args=(job, parameters), name="BlendJobSubmit", daemon=True
+            target=self.submit_job, args=(job, parameters), name="BlendJobSubmit", daemon=True
         )
         job.start_thread.start()
         return {"RUNNING_MODAL"}
 
-    def _close(self, context, job, message, *, cancelled):
+    def close_job(self, context, job, message, *, cancelled):
         outcome = getattr(self, "_outcome", None)
         if outcome is not None and not self._undo_pushed:
             self._undo_pushed = True
@@ -114,9 +116,9 @@ class BatchJobOperator(ImageForgeJobOperator):
             message = outcome.summary(cancelled=stopped)
             level = "WARNING" if outcome.failed or stopped else "INFO"
             self.report({level}, message)
-        return super()._close(context, job, message, cancelled=cancelled)
+        return super().close_job(context, job, message, cancelled=cancelled)
 
-    def _update_from_job_status(self, context, job, status):
+    def update_from_job_status(self, context, job, status):
         count = max(len(self._items), 1)
         share = min(max(float(status.get("progress", 0.0)), 0.0), 1.0)
         job.progress = (self._index + share) / count
