@@ -56,7 +56,7 @@ def run_before_install(controller: Any, before: Callable[[], None]) -> None:
     controller.install = install_after_hook
 
 
-class ServerControllerHooks(ServerController):
+class ServerControllerHooks(ServerController):  # type: ignore[misc]  # BlendJob ships no types
     """BlendJob's ServerController with the private hooks ImageForge's controller needs under public names.
 
     BlendJob calls `_recover_connection` (start, stop) and `_close_finished_process` (ensure, poll) on itself:
@@ -88,7 +88,7 @@ class ServerControllerHooks(ServerController):
         return int(self._available_port())
 
 
-class JobRuntimeHooks(JobRuntime):
+class JobRuntimeHooks(JobRuntime):  # type: ignore[misc]  # BlendJob ships no types
     """BlendJob's JobRuntime with the server command under a public name: `JobRuntime.__init__` and
     `server_controller()` build their controllers from `_server_command`, which forwards to `server_command()`.
     Missing hook: a server command factory passed to the runtime."""
@@ -101,7 +101,7 @@ class JobRuntimeHooks(JobRuntime):
         return list(JobRuntime._server_command(self, port, instance_id, root=root))
 
 
-class JobOperatorHooks(JobOperatorBase):
+class JobOperatorHooks(JobOperatorBase):  # type: ignore[misc]  # BlendJob ships no types
     """BlendJob's JobOperatorBase with its end-of-job and progress hooks under public names.
 
     BlendJob's modal() calls `_finish_success`, `_finish_failure`, `_close` and `_update_from_job_status`, and
