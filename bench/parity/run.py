@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from imageforge.contract.results import ResultName
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 RESULTS = ROOT / "bench" / "results" / "parity"
@@ -339,7 +341,7 @@ def parity_da3(work: Path) -> list[dict]:
             with np.load(server.run("debug-da3", common)["raw"]) as raw:
                 debug = {name: raw[name] for name in raw.files}
             result = server.run("generate-multiview-cameras", {**common, "memory_budget_gib": 64.0})
-            cameras = json.loads(result["cameras"].read_text())
+            cameras = json.loads(result[ResultName.CAMERAS].read_text())
             width, height = clips[clip]
             canvas_h, canvas_w = ref[f"{index}_depth"].shape[-2:]
             depth_rel = relative(debug["raw_depth"][0], ref[f"{index}_depth"])

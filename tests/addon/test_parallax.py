@@ -14,6 +14,7 @@ from scenes import image_object, load_photo, photo_pixels, undo_steps
 from test_depth_tearing import CARD, FAR, FX, FY, HEIGHT, NEAR, WIDTH, produce_two_layers, two_layers
 
 from imageforge.addon.scene.pixels import read_pixels
+from imageforge.contract.results import ResultName
 
 PHOTO = (64, 48)  # twice the depth map
 BOX = [16, 12, 40, 36]  # the card in photo pixels (depth columns 8–19, rows 6–17)
@@ -49,7 +50,7 @@ def produce_cutout(photo: np.ndarray):
             files.update(depth="depth.exr", depth_metadata="depth.json")
         normal = np.full((24, 24, 3), (0.5, 0.5, 1.0), np.float32)
         write_png_rgb(directory / "normal.png", normal)
-        files["normal"] = "normal.png"
+        files[ResultName.NORMAL] = "normal.png"
         if parameters.get("fill_behind"):
             write_png_rgba(directory / "background.png", clean_plate(photo))
             wall = np.concatenate([wall_only(), np.ones((HEIGHT, WIDTH, 1), np.float32)], axis=-1)

@@ -12,6 +12,7 @@ import pytest
 from PIL import Image
 
 from imageforge.cli.batch import result_label, split_arguments
+from imageforge.contract.results import ResultName
 from tests.cli.cli_process import imageforge, kit_environment
 from tests.kit.catalog import publish_kit_catalog
 
@@ -79,7 +80,7 @@ def test_a_mixed_batch_runs_on_one_server_and_one_model_load(hub, server_storage
     assert Path(results[2]["upscale"]) == output / "frames_upscale" / "frame_0001.png"
     assert sorted(p.name for p in (output / "frames_upscale").iterdir()) == ["frame_0001.png", "frame_0002.png"]
     assert len(list((output / "clip_upscale").iterdir())) == 3
-    assert all(Path(result["provenance"]).is_file() for result in results)
+    assert all(Path(result[ResultName.PROVENANCE]).is_file() for result in results)
 
     logs = [(folder / "job.log").read_text(encoding="utf-8") for folder in (server_storage / "jobs").iterdir()]
     assert len(logs) == 5

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from imageforge.contract.results import ResultName
 from tests.cli.cli_process import imageforge, kit_environment
 from tests.kit.catalog import publish_kit_catalog
 
@@ -37,9 +38,9 @@ def test_a_cpu_fallback_is_a_stderr_line_and_the_result_names_the_device(hub, se
     result = json.loads(completed.stdout)
     assert result["devices"] == {"KIT_BEN2": "cpu"}
     assert result["warnings"] == [warnings[0].removeprefix("imageforge: warning: ")]
-    provenance = json.loads(Path(result["provenance"]).read_text())
+    provenance = json.loads(Path(result[ResultName.PROVENANCE]).read_text())
     assert provenance["models"][0]["requested_device"] == "cuda"
-    assert Path(result["foreground"]).is_file()
+    assert Path(result[ResultName.FOREGROUND]).is_file()
 
     quiet = imageforge("run", "remove-background", f"input={photo}", "device=cpu", env=environment)
     assert quiet.returncode == 0, quiet.stderr

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from imageforge.contract.results import ResultName
 from tests.cli.cli_process import imageforge, kit_environment
 
 pytestmark = pytest.mark.slow
@@ -56,8 +57,8 @@ def test_download_model_runs_on_a_real_server_and_copies_results(cli_env, server
 
     assert completed.returncode == 0, completed.stderr
     result = json.loads(completed.stdout)
-    manifest = json.loads(Path(result["manifest"]).read_text())
-    assert Path(result["manifest"]).parent == output
+    manifest = json.loads(Path(result[ResultName.MANIFEST]).read_text())
+    assert Path(result[ResultName.MANIFEST]).parent == output
     assert manifest == {"models": {"TEST_BEN2": {"onnx/model.onnx": "downloaded"}}}
     model_file = server_storage / "models" / "test-ben2" / "onnx" / "model.onnx"
     assert model_file.read_bytes() == MODEL_BYTES

@@ -20,6 +20,7 @@ from PIL import Image
 
 from imageforge.client.authenticated import AuthenticatedJobClient
 from imageforge.client.job_runner import make_runtime, run_job
+from imageforge.contract.results import ResultName
 from imageforge.contract.server_credentials import read_credentials
 from tests.client.slow_session import build_slow_ben2, slow_catalog_entry
 from tests.kit.catalog import write_catalog
@@ -77,7 +78,7 @@ def test_a_job_whose_session_is_slow_to_create_is_followed_to_its_end(hub, serve
     finally:
         stop.set()
         runtime.server.stop()
-    assert result.file("foreground").is_file()
+    assert result.file(ResultName.FOREGROUND).is_file()
     waited = [s for _t, s in statuses if s.get("message", "").startswith("Waiting for the job server")]
     longest_poll = max(later[0] - earlier[0] for earlier, later in zip(statuses, statuses[1:], strict=False))
     print(

@@ -17,6 +17,7 @@ import pytest
 from imageforge.client import retirement
 from imageforge.client.controller import stop_confirmation
 from imageforge.client.job_runner import make_runtime, run_job
+from imageforge.contract.results import ResultName
 from imageforge.contract.server_clients import LINGER_VARIABLE, ClientKind
 from imageforge.server.inference.devices import default_intra_op_threads, physical_cores
 from tests.client.shared_kit import children_of, make_shared_kit, process_gone
@@ -171,7 +172,9 @@ def test_two_clients_attach_to_one_server_which_outlives_the_first_and_lingers_a
 
     blender.server.detach()  # Blender quits: the CLI's job goes on
     result = run_job(cli, "remove-background", {"input": str(kit.image)})
-    assert result.file("foreground").is_file() and result.directory == kit.root.resolve() / "jobs" / result.job_id
+    assert (
+        result.file(ResultName.FOREGROUND).is_file() and result.directory == kit.root.resolve() / "jobs" / result.job_id
+    )
     cli.server.detach()
     assert process_gone(first.pid, LINGER + 15)
     log = (kit.root / "server.log").read_text(encoding="utf-8")
@@ -263,7 +266,7 @@ def test_threads_by_who_is_there_every_core_when_headless_blenders_share_with_bl
         cli.server.stop()
 
     def threads(result) -> int:
-        (model,) = json.loads(result.file("provenance").read_text(encoding="utf-8"))["models"]
+        (model,) = json.loads(result.file(ResultName.PROVENANCE).read_text(encoding="utf-8"))["models"]
         return model["intra_op_threads"]
 
     assert physical_cores() != default_intra_op_threads()  # else this machine cannot show the rule

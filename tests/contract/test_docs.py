@@ -39,3 +39,25 @@ def test_docs_name_no_job_the_contract_lacks():
         )
     documented -= {"the job contract"}
     assert documented == {job_id.value for job_id in JOB_SPECS}
+
+
+def result_table_names(text: str) -> set[str]:
+    """The first cell of every row of the section's `| result | file |` tables."""
+    names, in_table = set(), False
+    for line in text.splitlines():
+        if line.startswith("| result |"):
+            in_table = True
+        elif not line.startswith("|"):
+            in_table = False
+        elif in_table and (match := re.match(r"^\| `(\w+)` \|", line)):
+            names.add(match.group(1))
+    return names
+
+
+def test_docs_tabulate_no_result_the_job_does_not_declare():
+    tabulated = 0
+    for job_id, spec in JOB_SPECS.items():
+        names = result_table_names(section(job_id.value))
+        assert names <= {str(name) for name in spec.results}, f"{job_id}: {names - set(spec.results)}"
+        tabulated += len(names)
+    assert tabulated >= 8  # the tables were found

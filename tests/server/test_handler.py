@@ -9,10 +9,13 @@ import pytest
 from blendjob.server import JobCancelled, JobContext
 
 from imageforge.contract import JOB_SPECS, ImageForgeError, InputError, JobId
+from imageforge.contract.jobs import OutputKind
+from imageforge.contract.results import ResultName
 from imageforge.server.handler import InvalidResultError, make_handler, runner_name
 from imageforge.server.jobs import JOB_RUNNERS
 
 SPEC = JOB_SPECS[JobId.DEBUG_BEN2]
+DECLARED = {ResultName.RAW: "raw.npz", ResultName.SUMMARY: "summary.json"}  # what SPEC's job returns
 
 
 def context_in(tmp_path):
@@ -43,29 +46,42 @@ def test_parameters_are_validated_before_the_runner_is_called(tmp_path):
     assert calls == []
 
 
+def write_declared(directory) -> dict[ResultName, str]:
+    for filename in DECLARED.values():
+        (directory / filename).write_bytes(b"data")
+    return dict(DECLARED)
+
+
 def test_success_records_the_result_and_checks_it_names_files_inside(tmp_path):
-    def run(context, params):
-        (context.directory / "out.png").write_bytes(b"png")
-        return {"foreground": "out.png"}
-
     context = context_in(tmp_path)
-    assert make_handler(SPEC, run)(context, {"input": "x.png"}) == {"foreground": "out.png"}
-    assert state(context) == {"state": "succeeded", "time": state(context)["time"], "result": {"foreground": "out.png"}}
+    assert make_handler(SPEC, lambda context, params: write_declared(context.directory))(
+        context, {"input": "x.png"}
+    ) == {"raw": "raw.npz", "summary": "summary.json"}
+    assert state(context) == {
+        "state": "succeeded",
+        "time": state(context)["time"],
+        "result": {"raw": "raw.npz", "summary": "summary.json"},
+    }
 
 
-@pytest.mark.parametrize("result", [{"x": "../escape.png"}, {"x": "missing.png"}, {"x": "."}, ["out.png"], {"x": 5}])
-def test_results_outside_the_folder_or_missing_are_rejected_and_cleared(tmp_path, result):
+@pytest.mark.parametrize("raw", ["../escape.png", "missing.png", ".", 5])
+def test_results_outside_the_folder_or_missing_are_rejected_and_cleared(tmp_path, raw):
     (tmp_path / "escape.png").write_bytes(b"outside")
 
     def run(context, params):
-        (context.directory / "out.png").write_bytes(b"png")
-        return result
+        return {**write_declared(context.directory), ResultName.RAW: raw}
 
     context = context_in(tmp_path)
     with pytest.raises(InvalidResultError):
         make_handler(SPEC, run)(context, {"input": "x.png"})
-    assert sorted(entry.name for entry in context.directory.iterdir()) == ["job-state.json"]
+    assert sorted(entry.name for entry in context.directory.iterdir()) == ["job-state.json", "job.log"]
     assert (tmp_path / "escape.png").read_bytes() == b"outside"
+
+
+def test_a_result_that_is_not_a_dict_is_rejected(tmp_path):
+    context = context_in(tmp_path)
+    with pytest.raises(InvalidResultError, match="^Debug BEN2 returned no result files; this is a bug"):
+        make_handler(SPEC, lambda context, params: ["raw.npz"])(context, {"input": "x.png"})
 
 
 def test_unexpected_errors_become_one_sentence_and_outputs_are_removed(tmp_path):
@@ -95,3 +111,62 @@ def test_cancellation_clears_outputs_and_marks_the_folder(tmp_path):
         make_handler(SPEC, run)(context, {"input": "x.png"})
     assert state(context)["state"] == "cancelled"
     assert not (context.directory / "partial.png").exists()
+
+
+def failed_names(tmp_path, spec, parameters, result) -> tuple[str, dict, str]:
+    """Run `spec` with a job that writes and returns `result`: (the error, the state marker, the job log)."""
+
+    def run(context, params):
+        for filename in result.values():
+            (context.directory / filename).write_bytes(b"data")
+        return result
+
+    context = context_in(tmp_path)
+    with pytest.raises(InvalidResultError) as caught:
+        make_handler(spec, run)(context, {"input": "x.png", **parameters})
+    files = sorted(entry.name for entry in context.directory.iterdir())
+    assert files == ["job-state.json", "job.log"]  # the files written under any name are gone
+    log = (context.directory / "job.log").read_text()
+    assert f"Job {context.directory.name} ({spec.id.value}): {caught.value}" in log
+    return str(caught.value), state(context), log
+
+
+def test_a_result_the_spec_does_not_declare_fails_the_job_and_names_it(tmp_path):
+    message, marker, log = failed_names(tmp_path, SPEC, {}, {**DECLARED, "foreground": "foreground.png"})
+    assert message == "Debug BEN2 returned undeclared result(s) foreground; this is a bug in ImageForge."
+    assert marker["state"] == "failed" and marker["error"] == message
+    assert "[ERROR]" in log
+
+
+def test_a_declared_result_the_job_did_not_return_fails_the_job(tmp_path):
+    message, _, _ = failed_names(tmp_path, SPEC, {}, {ResultName.RAW: "raw.npz"})
+    assert message == "Debug BEN2 did not return summary; this is a bug in ImageForge."
+
+
+def test_provenance_is_the_handlers_result_not_the_jobs(tmp_path):
+    message, _, _ = failed_names(tmp_path, SPEC, {}, {**DECLARED, ResultName.PROVENANCE: "provenance.json"})
+    assert message == "Debug BEN2 returned undeclared result(s) provenance; this is a bug in ImageForge."
+
+
+@pytest.mark.parametrize(
+    ("kind", "returned", "expected"),
+    [(OutputKind.ALPHA, ResultName.FOREGROUND, "alpha"), (OutputKind.FOREGROUND, ResultName.ALPHA, "foreground")],
+)
+def test_a_conditional_result_is_checked_against_the_parameters(tmp_path, kind, returned, expected):
+    spec = JOB_SPECS[JobId.REMOVE_BACKGROUND]
+    message, _, _ = failed_names(tmp_path, spec, {"output_kind": kind.value}, {returned: f"{returned}.png"})
+    assert message == (
+        f"Remove Background returned undeclared result(s) {returned} and did not return {expected}; "
+        "this is a bug in ImageForge."
+    )
+
+
+def test_a_conditional_result_the_parameters_ask_for_passes(tmp_path):
+    spec = JOB_SPECS[JobId.REMOVE_BACKGROUND]
+
+    def run(context, params):
+        (context.directory / "alpha.exr").write_bytes(b"exr")
+        return {ResultName.ALPHA: "alpha.exr"}
+
+    result = make_handler(spec, run)(context_in(tmp_path), {"input": "x.png", "output_kind": "alpha"})
+    assert result == {"alpha": "alpha.exr"}

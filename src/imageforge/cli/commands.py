@@ -18,6 +18,7 @@ from ..contract import JOB_SPECS, InputError, job_spec
 from ..contract.catalog import load_catalog
 from ..contract.parameters import field_docs, path_parameters
 from ..contract.provenance import Provenance
+from ..contract.results import ResultName
 from .arguments import parse_assignments
 from .cancellation import StopSignals, TerminatedError
 from .device_report import print_warnings, result_summary
@@ -143,7 +144,7 @@ def models_list(args: argparse.Namespace) -> int:
 def models_download(args: argparse.Namespace) -> int:
     load_catalog().get(args.key)  # unknown keys fail here with the list of valid ones
     result = _run_on_server(_storage_root(args), "download-model", {"model": args.key})
-    print(result.file("manifest").read_text(encoding="utf-8"))
+    print(result.file(ResultName.MANIFEST).read_text(encoding="utf-8"))
     return 0
 
 

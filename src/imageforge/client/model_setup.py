@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..contract import ImageForgeError, JobId
+from ..contract.results import ResultName
 from .job_runner import JobCancelledError, run_job
 
 PROGRESS_START = 0.5  # the share of the setup bar the downloads fill: after installing, before saving
@@ -51,7 +52,7 @@ def download_required_models(setup: Any, *, models: list[str] | None = None) -> 
             on_progress=on_progress,
             cancel_requested=lambda: _cancel_requested(setup),
         )
-        manifest = json.loads(result.file("manifest").read_text(encoding="utf-8"))
+        manifest = json.loads(result.file(ResultName.MANIFEST).read_text(encoding="utf-8"))
         downloaded = manifest["models"]
     except JobCancelledError as error:
         raise RuntimeError("Model download cancelled; it resumes next time.") from error

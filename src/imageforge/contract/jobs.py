@@ -11,6 +11,7 @@ from typing import Any
 
 from .devices import Device
 from .parameters import Selection, param
+from .results import ResultName, ResultSpec, expected_results
 
 
 class JobId(StrEnum):
@@ -197,23 +198,48 @@ class DebugParams:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """What a job takes and which files it returns."""
+    """What a job takes and which files it returns (contract/results.py: when each is there)."""
 
     id: JobId
     label: str
     parameters: type
-    results: dict[str, str]  # result key -> description of the file it names
+    results: dict[ResultName, ResultSpec]
 
     def parse(self, raw: object) -> Any:  # an instance of self.parameters
         from .parameters import parse_parameters
 
         return parse_parameters(self.parameters, raw)
 
+    def expected_results(self, parameters: Any) -> frozenset[ResultName]:
+        """The results the job itself returns for these parsed parameters (provenance comes from the handler)."""
+        return expected_results(self.results, parameters)
+
 
 PROVENANCE = {
-    "provenance": "JSON: each model the job ran, the device asked for, the device and ONNX Runtime provider "
-    "that really ran, runs and model seconds."
+    ResultName.PROVENANCE: ResultSpec(
+        "JSON: each model the job ran, the device asked for, the device and ONNX Runtime provider "
+        "that really ran, runs and model seconds (written when the job loaded a model).",
+        by_handler=True,
+    )
 }
+
+
+def _always(description: str) -> ResultSpec:
+    return ResultSpec(description)
+
+
+def _wants_depth(params: CutoutParams) -> bool:
+    return params.generate_depth
+
+
+def _wants_normal(params: CutoutParams) -> bool:
+    return params.normal_mode is not NormalMode.NONE
+
+
+def _fills_behind_with_geometry(params: CutoutParams) -> bool:
+    """The background's depth and normals come with the clean plate when the geometry model ran at all."""
+    return params.fill_behind and (params.generate_depth or params.normal_mode is not NormalMode.NONE)
+
 
 JOB_SPECS: dict[JobId, JobSpec] = {
     spec.id: spec
@@ -222,21 +248,29 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             JobId.DOWNLOAD_MODEL,
             "Download Model",
             DownloadModelParams,
-            {"manifest": "JSON: model key, files, and per file `downloaded` or `ready`."},
+            {ResultName.MANIFEST: _always("JSON: model key, files, and per file `downloaded` or `ready`.")},
         ),
         JobSpec(
             JobId.DOWNLOAD_REQUIRED_MODELS,
             "Download Required Models",
             DownloadRequiredModelsParams,
-            {"manifest": "JSON: for each model key, its files and per file `downloaded` or `ready`."},
+            {ResultName.MANIFEST: _always("JSON: for each model key, its files and per file `downloaded` or `ready`.")},
         ),
         JobSpec(
             JobId.REMOVE_BACKGROUND,
             "Remove Background",
             RemoveBackgroundParams,
             {
-                "foreground": "RGBA PNG at the input size (16-bit input stays 16-bit); or a video/PNG sequence.",
-                "alpha": "Float32 single-channel EXR matte at the input size (output_kind=alpha).",
+                ResultName.FOREGROUND: ResultSpec(
+                    "With output_kind=foreground: RGBA PNG at the input size (16-bit input stays 16-bit); or a "
+                    "video/PNG sequence.",
+                    when=lambda params: params.output_kind is OutputKind.FOREGROUND,
+                ),
+                ResultName.ALPHA: ResultSpec(
+                    "With output_kind=alpha: float32 single-channel EXR matte at the input size; or a grey "
+                    "video/16-bit PNG sequence.",
+                    when=lambda params: params.output_kind is OutputKind.ALPHA,
+                ),
                 **PROVENANCE,
             },
         ),
@@ -244,15 +278,18 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             JobId.UPSCALE_IMAGE,
             "Upscale Image",
             UpscaleImageParams,
-            {"upscale": "PNG at scale × the input size, alpha kept; or a video/PNG sequence.", **PROVENANCE},
+            {
+                ResultName.UPSCALE: _always("PNG at scale × the input size, alpha kept; or a video/PNG sequence."),
+                **PROVENANCE,
+            },
         ),
         JobSpec(
             JobId.REFINE_IMAGE_SELECTION,
             "Refine Selection",
             RefineImageSelectionParams,
             {
-                "alpha": "Single-channel 16-bit PNG matte at the input size.",
-                "cutout": "RGBA PNG at the input size with the refined alpha.",
+                ResultName.ALPHA: _always("Single-channel 16-bit PNG matte at the input size."),
+                ResultName.CUTOUT: _always("RGBA PNG at the input size with the refined alpha."),
                 **PROVENANCE,
             },
         ),
@@ -261,9 +298,9 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             "Convert to Depth Plane",
             DepthPlaneParams,
             {
-                "depth": "Float32 EXR (ZIP): RGB = camera-space XYZ in metres, A = alpha × validity.",
-                "depth_metadata": "JSON: image size, pixel intrinsics fx fy cx cy, reference depth.",
-                "normal": "RGB PNG at the input size, normals encoded (n + 1) / 2.",
+                ResultName.DEPTH: _always("Float32 EXR (ZIP): RGB = camera-space XYZ in metres, A = alpha × validity."),
+                ResultName.DEPTH_METADATA: _always("JSON: image size, pixel intrinsics fx fy cx cy, reference depth."),
+                ResultName.NORMAL: _always("RGB PNG at the input size, normals encoded (n + 1) / 2."),
                 **PROVENANCE,
             },
         ),
@@ -272,18 +309,34 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             "Cutout",
             CutoutParams,
             {
-                "cutout": "RGBA PNG cropped to the selection bounds.",
-                "selection_alpha": "Single-channel PNG matte of the selection, cropped likewise.",
-                "depth": "Optional float32 EXR as for depth planes, cropped.",
-                "depth_metadata": "Optional JSON as for depth planes, for the crop.",
-                "normal": "Optional RGB PNG normal map, cropped.",
-                "background": "With fill_behind: the clean plate, a PNG at the input size with the cut-out "
-                "region (grown) inpainted.",
-                "background_depth": "With fill_behind and depth: float32 EXR as for depth planes, whole image, "
-                "the depth behind the cut-out filled from the surrounding background.",
-                "background_depth_metadata": "With fill_behind and depth: JSON as for depth planes, whole image.",
-                "background_normal": "With fill_behind and depth: RGB PNG normal map as for depth planes, whole "
-                "image, the continued surface's normals behind the cut-out.",
+                ResultName.CUTOUT: _always("RGBA PNG cropped to the selection bounds."),
+                ResultName.SELECTION_ALPHA: _always("Single-channel PNG matte of the selection, cropped likewise."),
+                ResultName.DEPTH: ResultSpec(
+                    "With generate_depth: float32 EXR as for depth planes, cropped.", _wants_depth
+                ),
+                ResultName.DEPTH_METADATA: ResultSpec(
+                    "With generate_depth: JSON as for depth planes, for the crop.", _wants_depth
+                ),
+                ResultName.NORMAL: ResultSpec("With a normal_mode: RGB PNG normal map, cropped.", _wants_normal),
+                ResultName.BACKGROUND: ResultSpec(
+                    "With fill_behind: the clean plate, a PNG at the input size with the cut-out region (grown) "
+                    "inpainted.",
+                    when=lambda params: params.fill_behind,
+                ),
+                ResultName.BACKGROUND_DEPTH: ResultSpec(
+                    "With fill_behind and depth or normals: float32 EXR as for depth planes, whole image, the depth "
+                    "behind the cut-out filled from the surrounding background.",
+                    _fills_behind_with_geometry,
+                ),
+                ResultName.BACKGROUND_DEPTH_METADATA: ResultSpec(
+                    "With fill_behind and depth or normals: JSON as for depth planes, whole image.",
+                    _fills_behind_with_geometry,
+                ),
+                ResultName.BACKGROUND_NORMAL: ResultSpec(
+                    "With fill_behind and depth or normals: RGB PNG normal map as for depth planes, whole image, "
+                    "the continued surface's normals behind the cut-out.",
+                    _fills_behind_with_geometry,
+                ),
                 **PROVENANCE,
             },
         ),
@@ -292,7 +345,9 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             "Inpaint",
             InpaintImageParams,
             {
-                "inpaint": "RGB(A) PNG at the input size: the masked region filled, every other pixel unchanged.",
+                ResultName.INPAINT: _always(
+                    "RGB(A) PNG at the input size: the masked region filled, every other pixel unchanged."
+                ),
                 **PROVENANCE,
             },
         ),
@@ -301,8 +356,12 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             "Multi-view Cameras",
             MultiviewParams,
             {
-                "cameras": "JSON: per frame, world-to-camera 3×4 extrinsics and pixel intrinsics at source size.",
-                "depth": "NPZ: float32 depth [frames, height, width] in the model's units, with confidence.",
+                ResultName.CAMERAS: _always(
+                    "JSON: per frame, world-to-camera 3×4 extrinsics and pixel intrinsics at source size."
+                ),
+                ResultName.DEPTH: _always(
+                    "NPZ: float32 depth [frames, height, width] in the model's units, with confidence."
+                ),
                 **PROVENANCE,
             },
         ),
@@ -312,8 +371,8 @@ JOB_SPECS: dict[JobId, JobSpec] = {
                 f"Debug {family}",
                 DebugParams,
                 {
-                    "raw": "NPZ of the model's raw outputs and the post-processed frame.",
-                    "summary": "JSON: shapes, ranges, timing, provider used.",
+                    ResultName.RAW: _always("NPZ of the model's raw outputs and the post-processed frame."),
+                    ResultName.SUMMARY: _always("JSON: shapes, ranges, timing, provider used."),
                     **PROVENANCE,
                 },
             )
@@ -339,4 +398,14 @@ def job_spec(job_id: str) -> JobSpec:
         raise InputError(f"Unknown job '{job_id}'; valid jobs are: {valid}.") from None
 
 
-__all__ = ["JOB_SPECS", "JobId", "JobSpec", "NormalMode", "OutputKind", "Selection", "SequenceOutput", "job_spec"]
+__all__ = [
+    "JOB_SPECS",
+    "JobId",
+    "JobSpec",
+    "NormalMode",
+    "OutputKind",
+    "ResultName",
+    "Selection",
+    "SequenceOutput",
+    "job_spec",
+]

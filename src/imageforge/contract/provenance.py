@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .results import ResultName
+
 FILE = "provenance.json"
-RESULT_KEY = "provenance"
+RESULT_KEY = ResultName.PROVENANCE
 
 
 @dataclass(frozen=True)

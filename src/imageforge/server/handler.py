@@ -4,8 +4,10 @@
 - The job folder records its state in `job-state.json` (running → succeeded | failed | cancelled).
 - On failure or cancellation every output is deleted (only `job.log` and `job-state.json` stay), so a
   partial file is never mistaken for a result.
-- Results must name existing files inside the job folder; inference jobs also return `provenance`
-  (provenance.json: each model, the device asked for, and the provider that really ran).
+- Results must be exactly those the job's spec declares for its parameters (contract/results.py): an
+  undeclared name or a missing one fails the job as a programming error, logged with the job id. Each must
+  name an existing file inside the job folder; inference jobs also return `provenance` (provenance.json:
+  each model, the device asked for, and the provider that really ran), written here.
 - Errors reach the user as one sentence; tracebacks go to the job log only.
 """
 
@@ -20,14 +22,15 @@ from blendjob.server import JobCancelled
 
 from ..contract import ImageForgeError, JobId, JobSpec, ResourceExhaustedError
 from ..contract.job_state import JobState
+from ..contract.results import ResultName
 from . import provenance
 from .job_folders import clear_outputs, write_state
 
-Runner = Callable[[Any, Any], dict[str, str]]
+Runner = Callable[[Any, Any], dict[ResultName, str]]
 
 
 class InvalidResultError(ImageForgeError):
-    """A job returned a result that does not name files inside its own folder (a server bug)."""
+    """A job returned results its spec does not declare, or files outside its own folder (a server bug)."""
 
 
 def make_handler(spec: JobSpec, run: Runner) -> Callable[[Any, dict[str, Any]], dict[str, str]]:
@@ -38,10 +41,15 @@ def make_handler(spec: JobSpec, run: Runner) -> Callable[[Any, dict[str, Any]], 
             parameters = spec.parse(raw_parameters)
             result = run(context, parameters)
             context.check_cancelled()
+            check_result_names(spec, parameters, result)
             checked = check_result(directory, result)
             checked.update(provenance.write(context, directory))
         except JobCancelled:
             _abandon(directory, JobState.CANCELLED, "Cancelled")
+            raise
+        except InvalidResultError as error:
+            context.log(f"Job {context.job_id} ({spec.id.value}): {error}", level="ERROR")
+            _abandon(directory, JobState.FAILED, str(error))
             raise
         except ImageForgeError as error:
             _abandon(directory, JobState.FAILED, str(error))
@@ -65,6 +73,23 @@ def make_handler(spec: JobSpec, run: Runner) -> Callable[[Any, dict[str, Any]], 
 def runner_name(job_id: JobId) -> str:
     """`run_<job id, dashes as underscores>`: the job's function in jobs/ and its wrapped handler share it."""
     return f"run_{job_id.value.replace('-', '_')}"
+
+
+def check_result_names(spec: JobSpec, parameters: Any, result: Any) -> None:
+    """The job returned exactly the results its spec declares for these parameters (provenance is added here)."""
+    if not isinstance(result, dict):
+        raise InvalidResultError(f"{spec.label} returned no result files; this is a bug in ImageForge.")
+    expected = spec.expected_results(parameters)
+    returned = set(result)
+    undeclared = sorted(str(name) for name in returned - expected)
+    missing = sorted(str(name) for name in expected - returned)
+    if undeclared or missing:
+        problems = []
+        if undeclared:
+            problems.append(f"returned undeclared result(s) {', '.join(undeclared)}")
+        if missing:
+            problems.append(f"did not return {', '.join(missing)}")
+        raise InvalidResultError(f"{spec.label} {' and '.join(problems)}; this is a bug in ImageForge.")
 
 
 def check_result(directory: Path, result: Any) -> dict[str, str]:

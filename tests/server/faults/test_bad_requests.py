@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 from imageforge.client.job_runner import JobFailedError, make_runtime, run_job
+from imageforge.contract.results import ResultName
 from tests.kit.catalog import publish_kit_catalog
 from tests.kit.hub import LoopbackHub
 from tests.kit.server_env import install_server_environment
@@ -191,7 +192,7 @@ def test_every_bad_request_fails_cleanly_and_the_next_job_succeeds(runtime, file
         if json.loads((folder / "job-state.json").read_text())["state"] != "failed":
             problems.append("folder not marked failed")
         result = run_job(runtime, "remove-background", {"input": str(files["good"])})
-        if not result.file("foreground").is_file():
+        if not result.file(ResultName.FOREGROUND).is_file():
             problems.append("next valid job produced no foreground")
         if problems:
             report.append(f"{name}: {'; '.join(problems)} — {message!r}")

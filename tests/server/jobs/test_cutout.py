@@ -14,6 +14,7 @@ from PIL import Image as PILImage
 from imageforge.client.job_runner import run_job
 from imageforge.contract import JobId
 from imageforge.contract.parameters import Selection
+from imageforge.contract.results import ResultName
 from imageforge.server.job_steps.hole_fill import clean_plate_weight
 from imageforge.server.job_steps.selection_mask import polygon_coverage, selection_coverage
 from tests.kit.onnx_models import LAMA_FILL, build_ben2, build_lama, build_moge2, moge2_reference
@@ -72,8 +73,8 @@ def test_a_flat_cutout_needs_no_model_at_all(jobs, photo):
     outcome = jobs.run(JOB, {"input": str(path), "selection": {"box": BOX}}, resources={})
     assert outcome.state == "succeeded", outcome.error
     assert outcome.result == {"cutout": "cutout.png", "selection_alpha": "selection_alpha.png"}
-    cutout = read_png(outcome.file("cutout"))
-    alpha = read_png(outcome.file("selection_alpha"))
+    cutout = read_png(outcome.file(ResultName.CUTOUT))
+    alpha = read_png(outcome.file(ResultName.SELECTION_ALPHA))
     assert cutout.shape == (13, 20, 4) and alpha.shape == (13, 20)
     np.testing.assert_allclose(cutout[..., :3], source[8:21, 10:30, :3], atol=1 / 255)
     assert alpha[0, 0] == pytest.approx(0.5, abs=1e-4) and alpha[-1, 1] == pytest.approx(0.25, abs=1e-4)
@@ -84,10 +85,10 @@ def test_a_flat_cutout_needs_no_model_at_all(jobs, photo):
 def test_a_whole_image_cutout_keeps_the_source_alpha(jobs, photo):
     path, source = photo
     outcome = jobs.run(JOB, {"input": str(path)}, resources={})
-    cutout = read_png(outcome.file("cutout"))
+    cutout = read_png(outcome.file(ResultName.CUTOUT))
     assert cutout.shape == (48, 64, 4)
     np.testing.assert_allclose(cutout[..., 3], source[..., 3], atol=1 / 255)
-    np.testing.assert_allclose(read_png(outcome.file("selection_alpha")), 1.0)
+    np.testing.assert_allclose(read_png(outcome.file(ResultName.SELECTION_ALPHA)), 1.0)
 
 
 def test_lasso_coverage_is_anti_aliased_and_adds_up_to_its_area():
@@ -121,20 +122,20 @@ def test_geometry_is_cropped_with_its_camera(jobs, kit_models, photo, mode):
     assert set(outcome.result) == {"cutout", "selection_alpha", "depth", "depth_metadata", "normal", "provenance"}
     assert loaded_families(jobs) == {"geometry"}  # no refine: BEN2 never loaded
     ref = moge2_reference(1, 48, 64, **KNOWN)
-    exr = OpenEXR.File(str(outcome.file("depth")), separate_channels=True)
+    exr = OpenEXR.File(str(outcome.file(ResultName.DEPTH)), separate_channels=True)
     assert exr.header()["compression"] == OpenEXR.ZIP_COMPRESSION
     channels = {name: channel.pixels for name, channel in exr.channels().items()}
     np.testing.assert_allclose(channels["B"], ref["depth"][0][8:21, 10:30], rtol=1e-4)
     np.testing.assert_allclose(channels["R"], ref["metric_points"][0][8:21, 10:30, 0], rtol=1e-4, atol=1e-6)
     assert channels["A"][0, 0] == pytest.approx(0.5) and channels["A"][1, 1] == pytest.approx(1.0)
-    metadata = json.loads(outcome.file("depth_metadata").read_text())
+    metadata = json.loads(outcome.file(ResultName.DEPTH_METADATA).read_text())
     assert metadata["image_size"] == [20, 13] and metadata["analysed_size"] == [20, 13]
     assert metadata["fx"] == pytest.approx(ref["intrinsics"][0, 0] * 64, rel=1e-4)
     assert (metadata["cx"], metadata["cy"]) == pytest.approx((32.0 - 10, 24.0 - 8))
     # The crop's camera still projects its points onto its own pixels: u = fx·X/Z + cx.
     u = metadata["fx"] * channels["R"] / channels["B"] + metadata["cx"]
     np.testing.assert_allclose(u, np.broadcast_to(np.arange(20) + 0.5, (13, 20)), atol=1e-3)
-    normal = np.asarray(PILImage.open(outcome.file("normal")), dtype=np.float64)
+    normal = np.asarray(PILImage.open(outcome.file(ResultName.NORMAL)), dtype=np.float64)
     assert normal.shape == (13, 20, 3)
     tilt = KNOWN["plane"][1]
     n = np.array([0.0, tilt, -1.0]) / math.sqrt(1 + tilt * tilt)
@@ -151,7 +152,7 @@ def test_fill_behind_writes_the_clean_plate_and_the_background_depth_continued_b
     assert outcome.state == "succeeded", outcome.error
     assert {"background", "background_depth", "background_depth_metadata", "background_normal"} <= set(outcome.result)
     assert loaded_families(jobs) == {"geometry", "inpaint"}
-    plate = np.asarray(PILImage.open(outcome.file("background")))
+    plate = np.asarray(PILImage.open(outcome.file(ResultName.BACKGROUND)))
     assert plate.shape == (48, 64, 4)
     source = np.round(pixels * 255).astype(np.uint8)
     weight = clean_plate_weight(selection_coverage(Selection(box=tuple(BOX)), (64, 48)))
@@ -164,15 +165,15 @@ def test_fill_behind_writes_the_clean_plate_and_the_background_depth_continued_b
     # The kit's geometry is one plane: the depth behind the region continues it (no dip), and every pixel of the
     # whole image is there, filled ones valid.
     ref = moge2_reference(1, 48, 64, **KNOWN)
-    exr = OpenEXR.File(str(outcome.file("background_depth")), separate_channels=True)
+    exr = OpenEXR.File(str(outcome.file(ResultName.BACKGROUND_DEPTH)), separate_channels=True)
     channels = {name: channel.pixels for name, channel in exr.channels().items()}
     assert channels["B"].shape == (48, 64)
     np.testing.assert_allclose(channels["B"], ref["depth"][0], rtol=2e-3)
     np.testing.assert_allclose(channels["R"], ref["metric_points"][0][..., 0], rtol=2e-3, atol=1e-3)
-    metadata = json.loads(outcome.file("background_depth_metadata").read_text())
+    metadata = json.loads(outcome.file(ResultName.BACKGROUND_DEPTH_METADATA).read_text())
     assert metadata["image_size"] == [64, 48] and (metadata["cx"], metadata["cy"]) == pytest.approx((32.0, 24.0))
     # The normals behind are those of the continued surface: the kit plane's, computed from the filled points.
-    normal = np.asarray(PILImage.open(outcome.file("background_normal")), dtype=np.float64)
+    normal = np.asarray(PILImage.open(outcome.file(ResultName.BACKGROUND_NORMAL)), dtype=np.float64)
     tilt = KNOWN["plane"][1]
     n = np.array([0.0, tilt, -1.0]) / math.sqrt(1 + tilt * tilt)
     assert normal.shape == (48, 64, 3)
@@ -188,7 +189,7 @@ def test_refine_runs_the_background_model_and_crops_to_the_refined_matte(jobs, k
     outcome = jobs.run(JOB, {"input": str(path), "selection": {"box": [12, 10, 44, 38]}, "refine": True})
     assert outcome.state == "succeeded", outcome.error
     assert loaded_families(jobs) == {"background"}  # no maps: MoGe-2 never loaded
-    alpha = read_png(outcome.file("selection_alpha"))
+    alpha = read_png(outcome.file(ResultName.SELECTION_ALPHA))
     height, width = alpha.shape
     assert 16 <= height <= 22 and 16 <= width <= 22  # the object, give or take the resampling's soft edge
     assert alpha.max() == pytest.approx(1.0, abs=1e-3)
@@ -200,7 +201,7 @@ def test_a_sliver_that_covers_no_sample_is_an_input_error(jobs, photo):
     outcome = jobs.run(JOB, {"input": str(photo[0]), "selection": {"lasso": sliver}}, resources={})
     assert outcome.state == "failed" and "covers no pixel" in outcome.error
     tiny = jobs.run(JOB, {"input": str(photo[0]), "selection": {"box": [0.2, 0.2, 0.4, 0.4]}}, resources={})
-    assert read_png(tiny.file("selection_alpha")) == pytest.approx(0.04, abs=1e-4)  # a box's exact coverage
+    assert read_png(tiny.file(ResultName.SELECTION_ALPHA)) == pytest.approx(0.04, abs=1e-4)  # a box's exact coverage
 
 
 @pytest.mark.slow
@@ -210,6 +211,6 @@ def test_the_real_server_cuts_out_with_depth(real_server, photo, tmp_path):
     parameters = {"input": str(photo[0]), "selection": {"lasso": [[8, 6], [40, 6], [24, 40]]}, "generate_depth": True}
     result = run_job(runtime, JOB.value, {**parameters, "device": "cpu"})
     assert set(result.value) == {"cutout", "selection_alpha", "depth", "depth_metadata", "provenance"}
-    metadata = json.loads(result.file("depth_metadata").read_text())
+    metadata = json.loads(result.file(ResultName.DEPTH_METADATA).read_text())
     assert metadata["image_size"] == [32, 34] and metadata["cx"] == pytest.approx(32.0 - 8)
-    assert PILImage.open(result.file("cutout")).size == (32, 34)
+    assert PILImage.open(result.file(ResultName.CUTOUT)).size == (32, 34)

@@ -10,6 +10,7 @@ import pytest
 
 from imageforge.client.job_runner import run_job
 from imageforge.contract import JobId
+from imageforge.contract.results import ResultName
 from tests.kit.onnx_models import build_da3, build_moge2, moge2_reference
 
 from .geometry_kit import (  # noqa: F401  (fixtures)
@@ -54,9 +55,9 @@ def frames(tmp_path: Path) -> Path:
 
 
 def read(outcome) -> tuple[dict[str, np.ndarray], dict]:
-    with np.load(outcome.file("raw")) as archive:
+    with np.load(outcome.file(ResultName.RAW)) as archive:
         arrays = {name: archive[name] for name in archive.files}
-    return arrays, json.loads(outcome.file("summary").read_text())
+    return arrays, json.loads(outcome.file(ResultName.SUMMARY).read_text())
 
 
 def test_debug_moge_keeps_inputs_raw_outputs_and_the_metric_frame(jobs, kit, photo):
@@ -134,8 +135,8 @@ def test_both_debug_jobs_on_the_real_server(real_server, photo, frames, tmp_path
         [(catalog_entry("KIT_MOGE2", "geometry", "moge2"), moge), (catalog_entry("KIT_DA3", "multiview", "da3"), da3)]
     )
     first = run_job(runtime, JobId.DEBUG_MOGE.value, {"input": str(photo), "device": "cpu"})
-    summary = json.loads(first.file("summary").read_text())
+    summary = json.loads(first.file(ResultName.SUMMARY).read_text())
     assert summary["provider"] == "CPUExecutionProvider" and summary["model"] == "KIT_MOGE2"
     second = run_job(runtime, JobId.DEBUG_DA3.value, {"input": str(frames), "device": "cpu"})
-    with np.load(second.file("raw")) as archive:
+    with np.load(second.file(ResultName.RAW)) as archive:
         assert archive["frame_depth"].shape == (3, 48, 64)

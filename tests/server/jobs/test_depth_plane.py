@@ -17,6 +17,7 @@ from PIL import Image as PILImage
 
 from imageforge.client.job_runner import run_job
 from imageforge.contract import JOB_SPECS, JobId
+from imageforge.contract.results import ResultName
 from imageforge.server.job_steps import geometry_outputs
 from imageforge.server.jobs import depth_plane
 from tests.kit.onnx_models import build_moge2, moge2_reference
@@ -77,7 +78,7 @@ def test_writes_metric_points_metadata_and_normals_of_the_known_plane(jobs, moge
     width, height = (64, 48) if max_input_size == 2048 else (32, 24)
     ref = moge2_reference(1, height, width, **KNOWN)
 
-    channels, header = read_exr(outcome.file("depth"))
+    channels, header = read_exr(outcome.file(ResultName.DEPTH))
     assert header["compression"] == OpenEXR.ZIP_COMPRESSION
     assert channels["R"].shape == (height, width)
     valid = ref["mask"][0] > 0.5
@@ -91,7 +92,7 @@ def test_writes_metric_points_metadata_and_normals_of_the_known_plane(jobs, moge
     opaque[:, : clear + 4] = False
     np.testing.assert_allclose(alpha[opaque], 1.0, atol=1e-5)
 
-    metadata = json.loads(outcome.file("depth_metadata").read_text())
+    metadata = json.loads(outcome.file(ResultName.DEPTH_METADATA).read_text())
     assert set(metadata) == {"image_size", "analysed_size", "fx", "fy", "cx", "cy", "reference_depth"}
     assert metadata["image_size"] == [64, 48] and metadata["analysed_size"] == [width, height]
     assert metadata["fx"] == pytest.approx(ref["intrinsics"][0, 0] * 64, rel=1e-4)
@@ -101,7 +102,7 @@ def test_writes_metric_points_metadata_and_normals_of_the_known_plane(jobs, moge
     kept = valid & (alpha > 0.5)
     assert metadata["reference_depth"] == pytest.approx(float(np.median(ref["depth"][0][kept])), rel=1e-4)
 
-    normal = np.asarray(PILImage.open(outcome.file("normal")))
+    normal = np.asarray(PILImage.open(outcome.file(ResultName.NORMAL)))
     assert normal.shape == (48, 64, 3) and normal.dtype == np.uint8
     tilt = KNOWN["plane"][1]
     expected = encoded(np.array([0.0, tilt, -1.0]) / math.sqrt(1 + tilt * tilt))  # OpenCV axes, facing the camera
@@ -149,10 +150,10 @@ def test_the_real_server_downloads_the_model_and_writes_the_depth_plane(real_ser
     model = build_moge2(tmp_path / "kit-moge2.onnx", **KNOWN).read_bytes()
     runtime = real_server([(catalog_entry("KIT_MOGE2", "geometry", "moge2"), model)])
     result = run_job(runtime, JOB.value, {"input": str(photo), "device": "cpu", "resolution_level": 0})
-    metadata = json.loads(result.file("depth_metadata").read_text())
+    metadata = json.loads(result.file(ResultName.DEPTH_METADATA).read_text())
     ref = moge2_reference(1, 48, 64, **KNOWN)
     assert metadata["fx"] == pytest.approx(ref["intrinsics"][0, 0] * 64, rel=1e-4)
-    channels, _ = read_exr(result.file("depth"))
+    channels, _ = read_exr(result.file(ResultName.DEPTH))
     valid = ref["mask"][0] > 0.5
     np.testing.assert_allclose(channels["B"][valid], ref["depth"][0][valid], rtol=1e-4)
-    assert PILImage.open(result.file("normal")).size == (64, 48)
+    assert PILImage.open(result.file(ResultName.NORMAL)).size == (64, 48)

@@ -12,6 +12,7 @@ from blendjob.server import JobContext
 from PIL import Image
 
 from imageforge.contract import JOB_SPECS, JobId
+from imageforge.contract.results import ResultName
 from imageforge.server.app import create_server
 from imageforge.server.blendjob_compat import job_status
 from imageforge.server.handler import make_handler
@@ -56,7 +57,7 @@ def test_a_model_downloaded_inside_an_image_job_stays_in_the_preparation_share(
     finally:
         server.close()
 
-    assert (directory / result["upscale"]).is_file()
+    assert (directory / result[ResultName.UPSCALE]).is_file()
     assert model.read_bytes() == catalog.files["KIT_UPSCALE"]  # it really was downloaded by this job
     messages = [message for _, message in context.published]
     fractions = [fraction for fraction, _ in context.published]

@@ -15,6 +15,7 @@ from blendjob.server import JobCancelled
 from PIL import Image as PILImage
 
 from imageforge.contract import InputError
+from imageforge.contract.results import ResultName
 from imageforge.server.job_steps.frame_cache import CACHE_FOLDER, MAX_AGE_DAYS, prune
 from imageforge.server.job_steps.frame_loop import format_duration
 
@@ -143,7 +144,7 @@ def test_remaining_time_reads_like_a_status_bar():
 def test_a_frame_range_runs_only_those_frames_and_keeps_their_numbers(run_job, tmp_path: Path):
     request = {"input": str(shot(tmp_path / "shot")), "sequence_output": "png_sequence"}
     result, context = run_job("remove-background", {**request, "first_frame": 1, "frame_count": 2})
-    folder = result["foreground"].parent
+    folder = result[ResultName.FOREGROUND].parent
     assert sorted(path.name for path in folder.iterdir()) == ["frame_0002.png", "frame_0003.png"]
     assert frames_run(context, "remove-background") == 2
     assert [m.split(" · ")[0] for m in context.messages if m.startswith("Frame")][:1] == ["Frame 1/2"]
@@ -156,9 +157,9 @@ def test_a_video_range_starts_at_time_zero(run_job, tmp_path: Path):
     source = write_video(tmp_path / "clip.mp4", [np.full((16, 16, 3), v, dtype=np.uint8) for v in values])
     whole, _ = run_job("upscale-image", {"input": str(source), "scale": 2})
     result, _ = run_job("upscale-image", {"input": str(source), "scale": 2, "first_frame": 2})
-    written = read_video(result["upscale"])
+    written = read_video(result[ResultName.UPSCALE])
     assert len(written) == 2
-    expected = [float(frame.mean()) for frame in read_video(whole["upscale"])[2:]]
+    expected = [float(frame.mean()) for frame in read_video(whole[ResultName.UPSCALE])[2:]]
     assert [float(frame.mean()) for frame in written] == pytest.approx(expected, abs=2)
-    with av.open(str(result["upscale"])) as container:
+    with av.open(str(result[ResultName.UPSCALE])) as container:
         assert next(container.decode(video=0)).pts == 0

@@ -11,6 +11,7 @@ import pytest
 from PIL import Image as PILImage
 
 from imageforge.client.job_runner import JobFailedError, make_runtime, run_job
+from imageforge.contract.results import ResultName
 from tests.kit.catalog import publish_kit_catalog
 from tests.kit.hub import LoopbackHub
 from tests.kit.onnx_models import BEN2_LUMA, upscaler_reference
@@ -59,7 +60,7 @@ def test_remove_background_downloads_its_model_and_cuts_out(served, square):
     path, pixels = square
     messages = []
     result = run_job(runtime, "remove-background", {"input": str(path)}, on_progress=messages.append)
-    foreground = np.asarray(PILImage.open(result.file("foreground")))
+    foreground = np.asarray(PILImage.open(result.file(ResultName.FOREGROUND)))
     np.testing.assert_array_equal(foreground[..., :3], pixels)
     np.testing.assert_allclose(foreground[..., 3] / 255, matte(pixels), atol=3 / 255)
     assert any("kit/kit-ben2/resolve/main/model.onnx" in request.path for request in hub.requests)
@@ -72,10 +73,10 @@ def test_refine_selection_on_the_server(served, square):
     runtime, _ = served
     path, pixels = square
     result = run_job(runtime, "refine-image-selection", {"input": str(path), "selection": {"box": [8, 8, 40, 40]}})
-    alpha = np.asarray(PILImage.open(result.file("alpha")))
+    alpha = np.asarray(PILImage.open(result.file(ResultName.ALPHA)))
     assert alpha.shape == (64, 64) and alpha.dtype in (np.uint16, np.int32)
     assert alpha[10:38, 10:38].max() > 60000 and np.all(alpha[:, 48:] == 0) and np.all(alpha[48:] == 0)
-    cutout = np.asarray(PILImage.open(result.file("cutout")))
+    cutout = np.asarray(PILImage.open(result.file(ResultName.CUTOUT)))
     np.testing.assert_array_equal(cutout[..., :3], pixels)
     with pytest.raises(JobFailedError, match="outside the image"):
         run_job(runtime, "refine-image-selection", {"input": str(path), "selection": {"box": [80, 80, 90, 90]}})
@@ -86,7 +87,7 @@ def test_upscale_image_on_the_server(served, square):
     path, pixels = square
     messages = []
     result = run_job(runtime, "upscale-image", {"input": str(path)}, on_progress=messages.append)
-    out = np.asarray(PILImage.open(result.file("upscale")))
+    out = np.asarray(PILImage.open(result.file(ResultName.UPSCALE)))
     expected = upscaler_reference((pixels / 255).astype(np.float32).transpose(2, 0, 1)[None], receptive_radius=2)
     expected = np.round(np.clip(expected[0].transpose(1, 2, 0), 0, 1) * 255)
     assert out.shape == (256, 256, 3) and np.abs(out.astype(int) - expected).max() <= 1
@@ -99,6 +100,6 @@ def test_debug_jobs_on_the_server(served, square, job):
     runtime, _ = served
     path, _ = square
     result = run_job(runtime, job, {"input": str(path)})
-    summary = json.loads(result.file("summary").read_text())
+    summary = json.loads(result.file(ResultName.SUMMARY).read_text())
     assert summary["provider"] == "CPUExecutionProvider"
-    assert "frame" in np.load(result.file("raw")).files
+    assert "frame" in np.load(result.file(ResultName.RAW)).files

@@ -10,6 +10,7 @@ import pytest
 from PIL import Image as PILImage
 
 from imageforge.contract import InputError
+from imageforge.contract.results import ResultName
 from imageforge.server.job_steps.hole_fill import MIN_CONTEXT, hole_crop
 from imageforge.server.media import open_input
 from tests.kit.onnx_models import LAMA_FILL
@@ -47,7 +48,7 @@ def test_an_odd_sized_image_is_filled_under_the_mask_and_bit_identical_elsewhere
         "inpaint": "inpaint.png",
         "provenance": "provenance.json",
     }
-    output = read_png(result["inpaint"])
+    output = read_png(result[ResultName.INPAINT])
     assert output.shape == (37, 45, 3) and output.dtype == np.uint8
     np.testing.assert_array_equal(output[~hole], pixels[~hole])  # every pixel outside the mask, to the bit
     np.testing.assert_array_equal(output[hole], np.broadcast_to(FILL_8, (int(hole.sum()), 3)))  # the model's fill
@@ -62,7 +63,7 @@ def test_an_alpha_mask_fills_where_it_is_opaque_and_rgba_input_keeps_its_alpha(r
     cut[5:15, 20:35, 3] = 255
     PILImage.fromarray(cut, "RGBA").save(tmp_path / "cutout.png")
     result, _ = run_job("inpaint-image", {"input": str(tmp_path / "photo.png"), "mask": str(tmp_path / "cutout.png")})
-    output = read_png(result["inpaint"])
+    output = read_png(result[ResultName.INPAINT])
     assert output.shape == (30, 40, 4)
     hole = cut[..., 3] > 0
     np.testing.assert_array_equal(output[~hole], pixels[~hole])
@@ -77,7 +78,7 @@ def test_a_soft_mask_blends_by_its_grey_level(run_job, tmp_path):
     mask[8:16, 16:20] = 128  # a half-strength feather
     PILImage.fromarray(mask, "L").save(tmp_path / "mask.png")
     result, _ = run_job("inpaint-image", {"input": str(tmp_path / "photo.png"), "mask": str(tmp_path / "mask.png")})
-    output = read_png(result["inpaint"]).astype(np.float64)
+    output = read_png(result[ResultName.INPAINT]).astype(np.float64)
     expected = pixels[8:16, 16:20] + (np.array(LAMA_FILL) * 255 - pixels[8:16, 16:20]) * (128 / 255)
     np.testing.assert_allclose(output[8:16, 16:20], expected, atol=0.51)
     np.testing.assert_array_equal(output[mask == 0], pixels[mask == 0])
@@ -90,7 +91,7 @@ def test_sixteen_bit_input_stays_sixteen_bit_and_identical_outside(run_job, tmp_
     source = open_input(str(tmp_path / "deep.png"))
     assert source.sample_kind.value == "uint16"
     result, _ = run_job("inpaint-image", {"input": str(tmp_path / "deep.png"), "selection": {"box": [4, 4, 12, 20]}})
-    output = open_input(str(result["inpaint"]))
+    output = open_input(str(result[ResultName.INPAINT]))
     assert output.sample_kind.value == "uint16"
     values = np.round(output.read_still().pixels * 65535).astype(np.int64)
     keep = np.ones((24, 33), bool)
@@ -108,7 +109,7 @@ def test_a_small_hole_in_a_large_image_analyses_only_a_crop_around_it(run_job, t
     )
     # 60×40 hole + 64 px context on each side: a 188×168 crop, at full resolution (fits 256).
     assert "Inpainting crop (636, 436, 824, 604) (x0, y0, x1, y1) analysed at 188×168" in context.log_text
-    output = read_png(result["inpaint"])
+    output = read_png(result[ResultName.INPAINT])
     np.testing.assert_array_equal(output[~hole], pixels[~hole])
     np.testing.assert_array_equal(output[hole], np.broadcast_to(FILL_8, (int(hole.sum()), 3)))
 
@@ -121,7 +122,7 @@ def test_a_large_hole_is_analysed_reduced_and_pasted_back_at_full_size(run_job, 
         {"input": str(tmp_path / "photo.png"), "mask": str(tmp_path / "mask.png"), "max_input_size": 128},
     )
     assert "analysed at 128×85" in context.log_text
-    output = read_png(result["inpaint"])
+    output = read_png(result[ResultName.INPAINT])
     np.testing.assert_array_equal(output[~hole], pixels[~hole])
     inner = output[90:310, 110:490].reshape(-1, 3).astype(int)  # away from the enlarged rim
     assert np.abs(inner - FILL_8).max() <= 1
@@ -131,7 +132,7 @@ def test_a_lasso_selection_fills_its_inside(run_job, tmp_path):
     pixels = photo(tmp_path / "photo.png", 64, 48)
     lasso = [[10, 10], [50, 10], [30, 40]]
     result, _ = run_job("inpaint-image", {"input": str(tmp_path / "photo.png"), "selection": {"lasso": lasso}})
-    output = read_png(result["inpaint"])
+    output = read_png(result[ResultName.INPAINT])
     np.testing.assert_array_equal(output[20, 30], FILL_8)  # well inside the triangle
     np.testing.assert_array_equal(output[:9], pixels[:9])  # above it
     np.testing.assert_array_equal(output[41:], pixels[41:])  # below it
@@ -176,6 +177,6 @@ def test_a_half_size_mask_of_the_same_shape_is_scaled_up(run_job, tmp_path):
     pixels = photo(tmp_path / "photo.png", 64, 48)
     grey_mask(tmp_path / "mask.png", 32, 24, (8, 8, 16, 16))  # → 16..32 at full size
     result, _ = run_job("inpaint-image", {"input": str(tmp_path / "photo.png"), "mask": str(tmp_path / "mask.png")})
-    output = read_png(result["inpaint"])
+    output = read_png(result[ResultName.INPAINT])
     np.testing.assert_array_equal(output[20:28, 20:28].reshape(-1, 3), np.broadcast_to(FILL_8, (64, 3)))
     np.testing.assert_array_equal(output[:10], pixels[:10])

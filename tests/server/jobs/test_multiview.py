@@ -15,6 +15,7 @@ import pytest
 
 from imageforge.client.job_runner import run_job
 from imageforge.contract import JobId
+from imageforge.contract.results import ResultName
 from imageforge.server.models.da3 import IMAGENET_MEAN, IMAGENET_STD
 from tests.kit.onnx_models import build_da3
 
@@ -67,7 +68,7 @@ def straight_path(count: int) -> np.ndarray:
 
 
 def check_depth(outcome, palette: np.ndarray, numbers: list[int]) -> None:
-    with np.load(outcome.file("depth")) as archive:
+    with np.load(outcome.file(ResultName.DEPTH)) as archive:
         assert set(archive.files) == {"depth", "confidence", "frames"}
         depth, confidence, frames = archive["depth"], archive["confidence"], archive["frames"]
     assert depth.shape == confidence.shape == (len(numbers), 48, 64) and depth.dtype == np.float32
@@ -82,7 +83,7 @@ def test_one_run_gives_the_known_cameras_in_source_pixels(jobs, da3_catalog, seq
     folder, palette = sequence
     outcome = jobs.run(JOB, {"input": str(folder), "device": "cpu"})
     assert outcome.state == "succeeded", outcome.error
-    cameras = json.loads(outcome.file("cameras").read_text())
+    cameras = json.loads(outcome.file(ResultName.CAMERAS).read_text())
     assert cameras["image_size"] == [64, 48] and cameras["windows"] == [[0, 7]]
     assert "world-to-camera" in cameras["convention"] and "OpenCV" in cameras["convention"]
     assert [frame["frame"] for frame in cameras["frames"]] == list(range(1, 9))
@@ -99,7 +100,7 @@ def test_windows_are_aligned_into_one_camera_path(jobs, da3_catalog, sequence):
     folder, palette = sequence
     outcome = jobs.run(JOB, {"input": str(folder), "windowed": True, "memory_budget_gib": 0.1, "device": "cpu"})
     assert outcome.state == "succeeded", outcome.error
-    cameras = json.loads(outcome.file("cameras").read_text())
+    cameras = json.loads(outcome.file(ResultName.CAMERAS).read_text())
     assert cameras["windows"] == [[0, 3], [2, 5], [4, 7]]
     np.testing.assert_allclose(
         [frame["extrinsics"] for frame in cameras["frames"]], straight_path(8), atol=1e-6
@@ -113,7 +114,7 @@ def test_frame_step_and_max_frames_choose_the_frames(jobs, da3_catalog, sequence
     folder, palette = sequence
     outcome = jobs.run(JOB, {"input": str(folder), "frame_step": 3, "max_frames": 2})
     assert outcome.state == "succeeded", outcome.error
-    cameras = json.loads(outcome.file("cameras").read_text())
+    cameras = json.loads(outcome.file(ResultName.CAMERAS).read_text())
     assert [frame["frame"] for frame in cameras["frames"]] == [1, 4]
     check_depth(outcome, palette, [1, 4])
 
@@ -158,10 +159,10 @@ def test_the_real_server_downloads_the_model_and_aligns_windows(real_server, seq
     runtime = real_server([(catalog_entry("KIT_DA3", "multiview", "da3", attention_heads=5000), model)])
     parameters = {"input": str(sequence[0]), "windowed": True, "memory_budget_gib": 0.1, "device": "cpu"}
     result = run_job(runtime, JOB.value, parameters)
-    cameras = json.loads(result.file("cameras").read_text())
+    cameras = json.loads(result.file(ResultName.CAMERAS).read_text())
     assert len(cameras["windows"]) == 3
     np.testing.assert_allclose(
         [frame["extrinsics"] for frame in cameras["frames"]], straight_path(8), atol=1e-6
     )  # float32 outputs
-    with np.load(result.file("depth")) as archive:
+    with np.load(result.file(ResultName.DEPTH)) as archive:
         assert archive["depth"].shape == (8, 48, 64)

@@ -10,6 +10,7 @@ import pytest
 from PIL import Image as PILImage
 
 from imageforge.contract import InputError
+from imageforge.contract.results import ResultName
 from imageforge.server.media import open_input
 
 
@@ -39,13 +40,13 @@ def test_a_box_refines_only_the_object_inside_it(run_job, two_objects):
         "cutout": "cutout.png",
         "provenance": "provenance.json",
     }
-    alpha_file = open_input(str(result["alpha"]))
+    alpha_file = open_input(str(result[ResultName.ALPHA]))
     assert (alpha_file.width, alpha_file.height, alpha_file.sample_kind.value) == (64, 48, "uint16")
-    alpha = read(result["alpha"])[..., 0]
+    alpha = read(result[ResultName.ALPHA])[..., 0]
     assert np.all(alpha[18:30, 10:22] > 0.99)  # inside the left square
     assert np.all(alpha[:, 34:] == 0.0)  # the right square is outside the selection
     assert np.all(alpha[:8] == 0.0) and np.all(alpha[40:] == 0.0)
-    cutout = read(result["cutout"])
+    cutout = read(result[ResultName.CUTOUT])
     np.testing.assert_array_equal(np.round(cutout[..., :3] * 255), pixels)
     np.testing.assert_allclose(cutout[..., 3], alpha, atol=1 / 255)
     assert "Selection crop" in context.log_text
@@ -59,7 +60,7 @@ def test_a_lasso_confines_the_matte_to_its_grown_outline(run_job, two_objects):
         "refine-image-selection",
         {"input": str(path), "selection": {"lasso": lasso}, "padding": 8, "model": "KIT_BEN2_THRESHOLD"},
     )
-    alpha = read(result["alpha"])[..., 0]
+    alpha = read(result[ResultName.ALPHA])[..., 0]
     assert alpha[20, 44] > 0.97  # inside the triangle and the square
     assert alpha[30, 54] == 0.0  # inside the square, far outside the triangle
     assert np.all(alpha[:, :32] == 0.0)
@@ -84,8 +85,10 @@ def test_a_huge_but_finite_box_is_the_whole_image(run_job, two_objects):
         "refine-image-selection",
         {"input": str(path), "selection": {"box": [-1e308, -1e308, 1e308, 1e308]}, "model": "KIT_BEN2_THRESHOLD"},
     )
-    np.testing.assert_array_equal(read(huge["alpha"]), read(whole["alpha"]))
-    assert read(huge["alpha"])[20, 12, 0] > 0.99 and read(huge["alpha"])[20, 48, 0] > 0.99  # both squares
+    np.testing.assert_array_equal(read(huge[ResultName.ALPHA]), read(whole[ResultName.ALPHA]))
+    assert (
+        read(huge[ResultName.ALPHA])[20, 12, 0] > 0.99 and read(huge[ResultName.ALPHA])[20, 48, 0] > 0.99
+    )  # both squares
 
 
 def test_a_figure_eight_lasso_refines_both_loops(run_job, two_objects):
@@ -95,5 +98,5 @@ def test_a_figure_eight_lasso_refines_both_loops(run_job, two_objects):
     result, _ = run_job(
         "refine-image-selection", {"input": str(path), "selection": {"lasso": eight}, "model": "KIT_BEN2_THRESHOLD"}
     )
-    alpha = read(result["alpha"])[..., 0]
+    alpha = read(result[ResultName.ALPHA])[..., 0]
     assert alpha[18, 10] > 0.97 and alpha[30, 54] > 0.97  # in the left loop, in the right loop

@@ -11,6 +11,7 @@ import pytest
 from blendjob.server import JobCancelled
 from PIL import Image as PILImage
 
+from imageforge.contract.results import ResultName
 from imageforge.server.media import open_input
 from tests.kit.onnx_models import BEN2_LUMA
 from tests.server.media.makers import spec_png16
@@ -40,15 +41,15 @@ def test_a_still_keeps_its_colour_and_size_and_gains_the_matte_as_alpha(run_job,
     source = tmp_path / "ramp.png"
     PILImage.fromarray(pixels).save(source)
     result, context = run_job("remove-background", {"input": str(source)})
-    assert set(result) == {"foreground", "provenance"} and result["foreground"].name == "foreground.png"
-    (ran,) = json.loads(result["provenance"].read_text())["models"]
+    assert set(result) == {"foreground", "provenance"} and result[ResultName.FOREGROUND].name == "foreground.png"
+    (ran,) = json.loads(result[ResultName.PROVENANCE].read_text())["models"]
     assert (ran["model"], ran["device"], ran["provider"], ran["runs"]) == (
         "KIT_BEN2",
         "cpu",
         "CPUExecutionProvider",
         1,
     )
-    foreground = np.asarray(PILImage.open(result["foreground"]))
+    foreground = np.asarray(PILImage.open(result[ResultName.FOREGROUND]))
     assert foreground.shape == (48, 64, 4) and foreground.dtype == np.uint8
     np.testing.assert_array_equal(foreground[..., :3], pixels)
     np.testing.assert_allclose(foreground[..., 3] / 255, expected_matte(pixels), atol=3 / 255)
@@ -65,7 +66,7 @@ def test_sixteen_bit_rgba_stays_sixteen_bit_and_the_source_alpha_multiplies(run_
     codes = np.concatenate([ramp + 3, alpha], axis=2)  # + 3: values only 16 bits can hold
     source = spec_png16(tmp_path / "deep.png", codes)
     result, _ = run_job("remove-background", {"input": str(source)})
-    written = open_input(str(result["foreground"]))
+    written = open_input(str(result[ResultName.FOREGROUND]))
     assert (written.sample_kind.value, written.has_alpha) == ("uint16", True)
     foreground = written.read_still().pixels
     np.testing.assert_array_equal(np.round(foreground[..., :3] * 65535), codes[..., :3])
@@ -81,8 +82,8 @@ def test_alpha_output_is_a_float_exr_matte(run_job, tmp_path: Path):
     source = tmp_path / "ramp.png"
     PILImage.fromarray(pixels).save(source)
     result, _ = run_job("remove-background", {"input": str(source), "output_kind": "alpha"})
-    assert set(result) == {"alpha", "provenance"} and result["alpha"].suffix == ".exr"
-    part = OpenEXR.File(str(result["alpha"]), separate_channels=True).parts[0]
+    assert set(result) == {"alpha", "provenance"} and result[ResultName.ALPHA].suffix == ".exr"
+    part = OpenEXR.File(str(result[ResultName.ALPHA]), separate_channels=True).parts[0]
     assert list(part.channels) == ["Y"]
     matte = part.channels["Y"].pixels
     assert matte.dtype == np.float32 and matte.shape == (48, 64)
@@ -96,8 +97,8 @@ def test_max_input_size_limits_what_the_model_sees_not_the_result(run_job, tmp_p
     PILImage.fromarray(stripes).save(source)
     full, _ = run_job("remove-background", {"input": str(source)})
     limited, context = run_job("remove-background", {"input": str(source), "max_input_size": 32})
-    sharp = np.asarray(PILImage.open(full["foreground"]))
-    soft = np.asarray(PILImage.open(limited["foreground"]))
+    sharp = np.asarray(PILImage.open(full[ResultName.FOREGROUND]))
+    soft = np.asarray(PILImage.open(limited[ResultName.FOREGROUND]))
     assert sharp.shape == soft.shape == (64, 64, 4)
     np.testing.assert_array_equal(soft[..., :3], stripes)  # colour is never resampled
     assert np.all(sharp[:, 0::2, 3] == 0) and np.all(sharp[:, 1::2, 3] == 255)
@@ -109,8 +110,8 @@ def test_a_video_streams_into_a_video_and_says_when_alpha_cannot_be_kept(run_job
     frames = [np.roll(column_ramp(), shift * 8, axis=1) for shift in range(3)]
     source = write_video(tmp_path / "clip.mp4", frames)
     result, context = run_job("remove-background", {"input": str(source)})
-    assert result["foreground"].name == "foreground.mp4"
-    written = read_video(result["foreground"])
+    assert result[ResultName.FOREGROUND].name == "foreground.mp4"
+    written = read_video(result[ResultName.FOREGROUND])
     assert len(written) == 3
     for original, output in zip(frames, written, strict=True):
         over_black = original / 255 * expected_matte(original)[..., None]
@@ -131,7 +132,7 @@ def test_png_sequence_output_keeps_alpha_and_the_source_numbers(run_job, tmp_pat
     for number, pixels in frames.items():
         PILImage.fromarray(pixels).save(folder / f"shot_{number:04d}.png")
     result, _ = run_job("remove-background", {"input": str(folder), "sequence_output": "png_sequence"})
-    first = result["foreground"]
+    first = result[ResultName.FOREGROUND]
     assert first.relative_to(first.parents[1]).as_posix() == "foreground/frame_0007.png"
     for number, pixels in frames.items():
         written = np.asarray(PILImage.open(first.with_name(f"frame_{number:04d}.png")))

@@ -10,6 +10,7 @@ import pytest
 from blendjob.server import JobCancelled
 from PIL import Image as PILImage
 
+from imageforge.contract.results import ResultName
 from imageforge.server.job_steps.steady_edges import SteadyEdges
 from tests.kit.moving_edge import edge_lag, flicker, moving_edge_clip
 
@@ -49,7 +50,7 @@ def test_the_job_option_steadies_a_clip_and_resume_continues_the_smoothing(run_j
     assert "Steady edges" in context.log_text
 
     def mattes(result) -> np.ndarray:
-        first = result["alpha"]
+        first = result[ResultName.ALPHA]
         return np.stack(
             [
                 np.asarray(PILImage.open(first.with_name(f"frame_{n:04d}.png")), dtype=np.float32) / 65535
@@ -83,6 +84,6 @@ def test_a_resumed_steady_run_continues_the_smoothing_from_the_cached_frames(run
     assert "Reused" in context.log_text
     for number in range(1, 7):
         name = f"frame_{number:04d}.png"
-        expected = np.asarray(PILImage.open(fresh["alpha"].with_name(name)), dtype=np.float32)
-        got = np.asarray(PILImage.open(resumed["alpha"].with_name(name)), dtype=np.float32)
+        expected = np.asarray(PILImage.open(fresh[ResultName.ALPHA].with_name(name)), dtype=np.float32)
+        got = np.asarray(PILImage.open(resumed[ResultName.ALPHA].with_name(name)), dtype=np.float32)
         assert np.abs(got - expected).max() <= 2  # 16-bit code values: the cached state is the 16-bit result

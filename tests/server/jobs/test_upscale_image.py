@@ -11,6 +11,7 @@ import pytest
 from blendjob.server import JobCancelled
 from PIL import Image as PILImage
 
+from imageforge.contract.results import ResultName
 from imageforge.server.media import open_input
 from tests.kit.onnx_models import upscaler_reference
 from tests.server.media.makers import spec_png16
@@ -35,8 +36,8 @@ def photo(tmp_path: Path) -> tuple[Path, np.ndarray]:
 def test_tiled_upscale_equals_the_model_on_the_whole_image(run_job, photo):
     path, pixels = photo
     result, context = run_job("upscale-image", {"input": str(path), "tile_size": 12})
-    assert result["upscale"].name == "upscale.png"
-    out = np.asarray(PILImage.open(result["upscale"]))
+    assert result[ResultName.UPSCALE].name == "upscale.png"
+    out = np.asarray(PILImage.open(result[ResultName.UPSCALE]))
     assert out.shape == (120, 160, 3) and out.dtype == np.uint8
     expected = np.round(upscaled(pixels / 255) * 255)
     assert np.abs(out.astype(int) - expected).max() <= 1
@@ -53,7 +54,7 @@ def test_sixteen_bit_rgba_keeps_its_depth_and_upscales_alpha_separately(run_job,
     codes[:6, :, 3] = 0  # top half transparent
     source = spec_png16(tmp_path / "deep.png", codes)
     result, _ = run_job("upscale-image", {"input": str(source)})
-    written = open_input(str(result["upscale"]))
+    written = open_input(str(result[ResultName.UPSCALE]))
     assert (written.width, written.height, written.sample_kind.value, written.has_alpha) == (40, 48, "uint16", True)
     out = written.read_still().pixels
     values = codes / 65535
@@ -64,9 +65,9 @@ def test_sixteen_bit_rgba_keeps_its_depth_and_upscales_alpha_separately(run_job,
 def test_scale_two_and_max_input_size_set_the_result_size(run_job, photo):
     path, _ = photo
     result, _ = run_job("upscale-image", {"input": str(path), "scale": 2})
-    assert PILImage.open(result["upscale"]).size == (80, 60)
+    assert PILImage.open(result[ResultName.UPSCALE]).size == (80, 60)
     result, context = run_job("upscale-image", {"input": str(path), "max_input_size": 20})
-    assert PILImage.open(result["upscale"]).size == (80, 60)  # the source is reduced to 20×15 first
+    assert PILImage.open(result[ResultName.UPSCALE]).size == (80, 60)  # the source is reduced to 20×15 first
     assert "Upscaling 20×15 ×4" in context.log_text
 
 
@@ -89,7 +90,7 @@ def test_a_clip_becomes_a_png_sequence_of_upscaled_frames(run_job, tmp_path: Pat
         frame[4:8, 4:12] = 255 - frame[4:8, 4:12]
     source = write_video(tmp_path / "clip.mp4", frames)
     result, context = run_job("upscale-image", {"input": str(source), "sequence_output": "png_sequence"})
-    first = result["upscale"]
+    first = result[ResultName.UPSCALE]
     assert first.name == "frame_0001.png"
     for number, original in enumerate(frames, start=1):
         out = np.asarray(PILImage.open(first.with_name(f"frame_{number:04d}.png")))
@@ -102,5 +103,5 @@ def test_a_clip_becomes_a_png_sequence_of_upscaled_frames(run_job, tmp_path: Pat
 def test_a_clip_becomes_a_video_of_the_same_family(run_job, tmp_path: Path):
     source = write_video(tmp_path / "clip.mp4", [np.full((16, 24, 3), 90, dtype=np.uint8)] * 3)
     result, _ = run_job("upscale-image", {"input": str(source), "scale": 2})
-    video = open_input(str(result["upscale"]))
+    video = open_input(str(result[ResultName.UPSCALE]))
     assert (video.width, video.height, video.frame_count, video.format) == (48, 32, 3, "h264")

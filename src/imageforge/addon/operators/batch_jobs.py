@@ -14,6 +14,7 @@ from blendjob import JobResult
 from ...contract import InputError, JobId
 from ...contract.catalog import Family
 from ...contract.jobs import OutputKind, SequenceOutput
+from ...contract.results import ResultName
 from .. import preferences
 from ..scene import sequencer
 from ..scene.active_image import image_problem, job_input_path
@@ -75,7 +76,7 @@ class IMAGEFORGE_OT_upscale_textures(BatchJobOperator, bpy.types.Operator):
 
     def land_item(self, _context: bpy.types.Context, index: int, result: JobResult) -> None:
         mode = TextureResults(preferences.texture_results(preferences.get_preferences()))
-        land_texture(self._image(index), result.file("upscale"), int(self.scale), mode)
+        land_texture(self._image(index), result.file(ResultName.UPSCALE), int(self.scale), mode)
 
     def _image(self, index: int) -> bpy.types.Image:
         image = bpy.data.images.get(self._items[index])
@@ -121,7 +122,7 @@ class IMAGEFORGE_OT_remove_background_strips(BatchJobOperator, bpy.types.Operato
         }
 
     def land_item(self, _context: bpy.types.Context, index: int, result: JobResult) -> None:
-        land_frames(self._scene(), self._sources[index], result.file("foreground"), "Cutout")
+        land_frames(self._scene(), self._sources[index], result.file(ResultName.FOREGROUND), "Cutout")
 
     def _scene(self) -> bpy.types.Scene:
         scene = bpy.data.scenes.get(self._scene_name)

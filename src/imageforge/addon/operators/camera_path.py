@@ -16,6 +16,7 @@ from mathutils import Matrix
 
 from ...contract import InputError, JobId
 from ...contract.catalog import Family
+from ...contract.results import ResultName
 from .. import preferences
 from ..scene.animation import keyframe_matrices
 from ..scene.camera_path import read_camera_path
@@ -91,7 +92,7 @@ class IMAGEFORGE_OT_camera_path_from_video(ImageForgeJobOperator, bpy.types.Oper
     def land(self, context: bpy.types.Context, result: JobResult) -> str:
         source: VideoSource = self._source
         # Read and check the whole result before creating anything, so a bad file leaves the scene as it was.
-        path = read_camera_path(result.file("cameras"))
+        path = read_camera_path(result.file(ResultName.CAMERAS))
         base = placement(context)
         matrices = [base @ Matrix(matrix.tolist()) for matrix in path.blender_matrices()]
         frames = [source.first_frame + number - path.numbers[0] for number in path.numbers]

@@ -17,6 +17,7 @@ from blendjob import JobResult
 from ...contract import JobId
 from ...contract.catalog import Family
 from ...contract.jobs import OutputKind, SequenceOutput
+from ...contract.results import ResultName
 from .. import preferences
 from ..scene.frame_results import land_frames
 from ..scene.frame_sources import NO_FRAMES, FrameRange, FrameSource, find_frame_source, frame_source_datablock
@@ -90,7 +91,7 @@ a new PNG sequence with alpha beside the source"""
         }
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
-        return "Removed the background: " + self.land_result(result.file("foreground"), "Cutout")
+        return "Removed the background: " + self.land_result(result.file(ResultName.FOREGROUND), "Cutout")
 
 
 class IMAGEFORGE_OT_upscale_frames(FrameTool, ImageForgeJobOperator, bpy.types.Operator):
@@ -112,7 +113,7 @@ PNG sequence beside the source"""
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
         scale = int(self.scale)
-        return "Upscaled: " + self.land_result(result.file("upscale"), f"{scale}×", scale=scale)
+        return "Upscaled: " + self.land_result(result.file(ResultName.UPSCALE), f"{scale}×", scale=scale)
 
 
 CLASSES = (IMAGEFORGE_OT_remove_background_frames, IMAGEFORGE_OT_upscale_frames)

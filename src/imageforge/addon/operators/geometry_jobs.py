@@ -13,6 +13,7 @@ from mathutils import Matrix, Vector
 from ...contract import InputError, JobId
 from ...contract.catalog import Family
 from ...contract.jobs import NormalMode
+from ...contract.results import ResultName
 from .. import preferences
 from ..scene.background_plane import (
     SUBDIVISIONS,
@@ -118,7 +119,7 @@ def geometry_parameters() -> dict[str, Any]:
     return {"resolution_level": preferences.job_resolution_level(prefs)}
 
 
-def read_depth(result: JobResult, name: str = "depth") -> tuple[np.ndarray, np.ndarray]:
+def read_depth(result: JobResult, name: ResultName = ResultName.DEPTH) -> tuple[np.ndarray, np.ndarray]:
     """Camera-space points (h, w, 3) and weight (h, w) = alpha × validity, top row first."""
     depth = read_data_file(result.file(name))
     return depth[..., :3], depth[..., 3]
@@ -164,11 +165,11 @@ class IMAGEFORGE_OT_depth_plane(DepthTearing, ImageTool, ImageForgeJobOperator, 
         image = self.landed_image()
         # Read and check every result before creating anything, so a bad file leaves the scene as it was.
         points, weight = read_depth(result)
-        intrinsics = read_metadata(result.file("depth_metadata")).scaled(*image.size)
+        intrinsics = read_metadata(result.file(ResultName.DEPTH_METADATA)).scaled(*image.size)
         grid = self.depth_mesh(points, weight, self.subdivisions)
         if len(grid.faces) == 0:
             raise InputError("The depth map has no valid pixels; try another image or a higher resolution level.")
-        normal = normal_image(result.file("normal"), f"{image.name} Normal", camera_space=True)
+        normal = normal_image(result.file(ResultName.NORMAL), f"{image.name} Normal", camera_space=True)
         depths = -grid.vertices[:, 2]
         plane, camera = land_depth_plane(
             context, f"{image.name} Depth Plane", image, image, grid, intrinsics, self.subdivisions, normal=normal
@@ -230,9 +231,9 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
 
     def land(self, context: bpy.types.Context, result: JobResult) -> str:
         source = self.landed_image()
-        alpha = read_data_file(result.file("selection_alpha"))[..., 0]
+        alpha = read_data_file(result.file(ResultName.SELECTION_ALPHA))[..., 0]
         name = f"{source.name} Cutout"
-        if self.displace and "depth" in (result.value or {}):
+        if self.displace and ResultName.DEPTH in (result.value or {}):
             points, weight = read_depth(result)
             grid, matrix = displaced_cutout(self, points, weight, alpha, self.subdivisions, placement(context))
         else:
@@ -240,11 +241,11 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
         if len(grid.faces) == 0:
             raise InputError("The selection is empty after cutting out; draw a larger region.")
         behind = self.background_grids(result, source) if self._fill else []
-        cutout = load_packed_image(result.file("cutout"), name)
+        cutout = load_packed_image(result.file(ResultName.CUTOUT), name)
         normal = None
-        if self._normal_mode is not NormalMode.NONE and "normal" in (result.value or {}):
+        if self._normal_mode is not NormalMode.NONE and ResultName.NORMAL in (result.value or {}):
             camera_space = self._normal_mode is NormalMode.OBJECT
-            normal = normal_image(result.file("normal"), f"{name} Normal", camera_space=camera_space)
+            normal = normal_image(result.file(ResultName.NORMAL), f"{name} Normal", camera_space=camera_space)
         space = "OBJECT" if self._normal_mode is NormalMode.OBJECT else "TANGENT"
         obj = grid_mesh_object(context, name, grid, matrix, smooth=self.displace)
         obj.data.materials.append(photo_material(name, cutout, normal=normal, normal_space=space))
@@ -254,20 +255,20 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
 
     def background_grids(self, result: JobResult, source: bpy.types.Image) -> list[tuple[bpy.types.Object, GridMesh]]:
         """Each depth plane of `source` with its mesh rebuilt from the filled depth (read before anything changes)."""
-        if "background_depth" not in (result.value or {}):
+        if ResultName.BACKGROUND_DEPTH not in (result.value or {}):
             return []
-        points, weight = read_depth(result, "background_depth")
+        points, weight = read_depth(result, ResultName.BACKGROUND_DEPTH)
         planes = depth_planes_of(source)
         return [(plane, self.depth_mesh(points, weight, int(plane.get(SUBDIVISIONS, 7)))) for plane in planes]
 
     def fill_planes(
         self, result: JobResult, source: bpy.types.Image, behind: list[tuple[bpy.types.Object, GridMesh]]
     ) -> str:
-        plate = load_packed_image(result.file("background"), f"{source.name} Clean Plate")
+        plate = load_packed_image(result.file(ResultName.BACKGROUND), f"{source.name} Clean Plate")
         normal = None
-        if "background_normal" in (result.value or {}):
+        if ResultName.BACKGROUND_NORMAL in (result.value or {}):
             normal = normal_image(
-                result.file("background_normal"), f"{source.name} Clean Plate Normal", camera_space=True
+                result.file(ResultName.BACKGROUND_NORMAL), f"{source.name} Clean Plate Normal", camera_space=True
             )
         planes = depth_planes_of(source)
         for plane in planes:

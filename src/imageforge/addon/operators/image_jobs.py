@@ -12,6 +12,7 @@ from ...contract import InputError, JobId
 from ...contract.catalog import Family
 from ...contract.jobs import OutputKind
 from ...contract.parameters import Selection
+from ...contract.results import ResultName
 from ...contract.sizes import fit_long_edge_size
 from .. import preferences
 from ..scene.active_image import find_active_image, image_problem, job_input_path
@@ -110,9 +111,9 @@ class IMAGEFORGE_OT_remove_background(ImageTool, ImageForgeJobOperator, bpy.type
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
         image = self.landed_image()
         if self._float:
-            multiply_alpha(image, matte_from_file(result.file("alpha")), result.directory)
+            multiply_alpha(image, matte_from_file(result.file(ResultName.ALPHA)), result.directory)
         else:
-            replace_from_file(image, result.file("foreground"))
+            replace_from_file(image, result.file(ResultName.FOREGROUND))
         return f"Removed the background of '{image.name}'"
 
 
@@ -171,7 +172,7 @@ class IMAGEFORGE_OT_upscale_image(ImageTool, ImageForgeJobOperator, bpy.types.Op
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
         image = self.landed_image()
-        replace_from_file(image, result.file("upscale"))
+        replace_from_file(image, result.file(ResultName.UPSCALE))
         return f"Upscaled '{image.name}' to {image.size[0]} × {image.size[1]} px"
 
 
@@ -215,11 +216,11 @@ class IMAGEFORGE_OT_refine_selection(ImageTool, ImageForgeJobOperator, bpy.types
         # wherever it is defined around the selection, not only inside it (scene/selection.py refined_region).
         image = self.landed_image()
         if self._float:
-            matte = matte_from_file(result.file("alpha"))
+            matte = matte_from_file(result.file(ResultName.ALPHA))
             mask = refined_region(self._selection, self.padding, matte)
             multiply_alpha(image, matte, result.directory, mask)
         else:
-            cutout = read_data_file(result.file("cutout"))
+            cutout = read_data_file(result.file(ResultName.CUTOUT))
             mask = refined_region(self._selection, self.padding, cutout[..., 3])
             replace_within(image, cutout, mask, result.directory)
         return f"Refined {int(mask.sum())} pixels of '{image.name}'"

@@ -18,6 +18,7 @@ from mathutils import Matrix
 from ...contract import InputError, JobId
 from ...contract.catalog import Family
 from ...contract.jobs import NormalMode
+from ...contract.results import ResultName
 from .. import preferences
 from ..scene.animation import keyframe_matrices
 from ..scene.intrinsics import read_metadata
@@ -95,21 +96,23 @@ class IMAGEFORGE_OT_parallax_shot(DepthTearing, ImageTool, ImageForgeJobOperator
     def land(self, context: bpy.types.Context, result: JobResult) -> str:
         source = self.landed_image()
         # Read and check every result before creating anything, so a bad file leaves the scene as it was.
-        intrinsics = read_metadata(result.file("background_depth_metadata")).scaled(*source.size)
-        subject = read_metadata(result.file("depth_metadata"))
-        background_points, background_weight = read_depth(result, "background_depth")
+        intrinsics = read_metadata(result.file(ResultName.BACKGROUND_DEPTH_METADATA)).scaled(*source.size)
+        subject = read_metadata(result.file(ResultName.DEPTH_METADATA))
+        background_points, background_weight = read_depth(result, ResultName.BACKGROUND_DEPTH)
         points, weight = read_depth(result)
-        alpha = read_data_file(result.file("selection_alpha"))[..., 0]
+        alpha = read_data_file(result.file(ResultName.SELECTION_ALPHA))[..., 0]
         matrix = placement(context)
         background = self.depth_mesh(background_points, background_weight, self.subdivisions)
         cutout_grid, cutout_matrix = displaced_cutout(self, points, weight, alpha, self.subdivisions, matrix)
         if len(background.faces) == 0 or len(cutout_grid.faces) == 0:
             raise InputError("The depth map has no valid pixels here; try another image or a larger selection.")
         name = source.name
-        plate = load_packed_image(result.file("background"), f"{name} Clean Plate")
-        cutout_image = load_packed_image(result.file("cutout"), f"{name} Cutout")
-        normal = normal_image(result.file("normal"), f"{name} Cutout Normal", camera_space=True)
-        behind = normal_image(result.file("background_normal"), f"{name} Clean Plate Normal", camera_space=True)
+        plate = load_packed_image(result.file(ResultName.BACKGROUND), f"{name} Clean Plate")
+        cutout_image = load_packed_image(result.file(ResultName.CUTOUT), f"{name} Cutout")
+        normal = normal_image(result.file(ResultName.NORMAL), f"{name} Cutout Normal", camera_space=True)
+        behind = normal_image(
+            result.file(ResultName.BACKGROUND_NORMAL), f"{name} Clean Plate Normal", camera_space=True
+        )
         plane, camera = land_depth_plane(
             context, f"{name} Background", source, plate, background, intrinsics, self.subdivisions,
             normal=behind, focus=subject.reference_depth,

@@ -15,6 +15,7 @@ import numpy as np
 from ...contract import ResourceExhaustedError
 from ...contract.catalog import Family
 from ...contract.jobs import DebugParams
+from ...contract.results import ResultName
 from ..media import Image, open_input, write_json, write_npz
 from ..models import Adapter
 from .model_loading import log_model_time, prepare_adapter
@@ -62,7 +63,7 @@ def write_debug_outputs(
     arrays: dict[str, np.ndarray],
     timings: dict[str, float],
     extra: dict[str, Any],
-) -> dict[str, str]:
+) -> dict[ResultName, str]:
     """Write `raw` (NPZ) and `summary` (JSON); both or neither."""
     progress.writing()
     session = adapter.handle.session
@@ -87,9 +88,9 @@ def write_debug_outputs(
         **extra,
     }
     with OutputSet(Path(context.directory)) as outputs:
-        outputs.write("raw", "raw.npz", lambda path: write_npz(path, arrays))
+        outputs.write(ResultName.RAW, "raw.npz", lambda path: write_npz(path, arrays))
         progress.stage(0.98, "Writing summary")
-        outputs.write("summary", "summary.json", lambda path: write_json(path, summary))
+        outputs.write(ResultName.SUMMARY, "summary.json", lambda path: write_json(path, summary))
     log_model_time(context, progress, adapter)
     return outputs.result
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ...contract.jobs import SequenceOutput
+from ...contract.results import ResultName
 from ..media import Frame, MediaSource, PngSequenceWriter, VideoWriter, plan_video_output
 from .frame_cache import FrameCache
 from .progress import JobProgress
@@ -36,7 +37,7 @@ def stream_frames(
     progress: JobProgress,
     source: MediaSource,
     *,
-    result: str,
+    result: ResultName,
     sequence_output: SequenceOutput,
     size: tuple[int, int],
     alpha: bool,
@@ -45,7 +46,7 @@ def stream_frames(
     positions: range | None = None,
     cache: FrameCache | None = None,
     on_reused: Callable[[Frame, np.ndarray], None] | None = None,
-) -> dict[str, str]:
+) -> dict[ResultName, str]:
     """Process every frame of `source`; returns {result: file name in the job folder}.
 
     `size` is the (width, height) of the frames `process` returns; `alpha` says whether they carry

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...contract import InputError
 from ...contract.jobs import NormalMode
+from ...contract.results import SUBJECT_GEOMETRY, GeometryResults
 from ..geometry.frame import GeometryFrame
 from ..media import Image, resize, sample_bilinear, write_exr, write_json
 from ..media.png_stream import write_png_bands
@@ -46,11 +47,11 @@ def write_geometry(
     region: Region,
     depth: bool,
     normals: NormalMode,
-    prefix: str = "",
+    names: GeometryResults = SUBJECT_GEOMETRY,
 ) -> None:
     """Write `depth` + `depth_metadata` and/or `normal` for `region` of the source; `coverage` is (H, W) or None.
 
-    `prefix` goes before each result name and file name (the cutout's `background_depth`)."""
+    `names` are the results written, each file named after its result (the cutout's BACKGROUND_GEOMETRY)."""
     analysed_size = frame.size
     area = region.scaled(source_size, analysed_size)
     weight = frame.valid.astype(np.float32)
@@ -62,12 +63,10 @@ def write_geometry(
         points, kept = frame.points[rows, columns], weight[rows, columns]
         progress.stage(0.84, "Writing depth")
         channels = {"R": points[..., 0], "G": points[..., 1], "B": points[..., 2], "A": kept}
-        outputs.write(f"{prefix}depth", f"{prefix}depth.exr", lambda path: write_exr(path, channels))
+        outputs.write(names.depth, f"{names.depth}.exr", lambda path: write_exr(path, channels))
         progress.stage(0.88, "Writing depth metadata")
         metadata = depth_metadata(frame, source_size, region, area, kept)
-        outputs.write(
-            f"{prefix}depth_metadata", f"{prefix}depth_metadata.json", lambda path: write_json(path, metadata)
-        )
+        outputs.write(names.depth_metadata, f"{names.depth_metadata}.json", lambda path: write_json(path, metadata))
     if normals is not NormalMode.NONE:
         progress.stage(0.9, "Writing normal map")
 
@@ -76,7 +75,7 @@ def write_geometry(
             return normal_map(frame, source_size, band, coverage, normals)
 
         write = partial(write_png_bands, size=region.size, rows=normal_rows, channels=3)
-        outputs.write(f"{prefix}normal", f"{prefix}normal.png", write)
+        outputs.write(names.normal, f"{names.normal}.png", write)
 
 
 def depth_metadata(

@@ -6,15 +6,17 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
+from ...contract.results import ResultName
+
 
 class OutputSet:
     """A job's result files. Leaving the block with an exception deletes every file it wrote."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self.result: dict[str, str] = {}
+        self.result: dict[ResultName, str] = {}
 
-    def write(self, name: str, filename: str, writer: Callable[[Path], object]) -> None:
+    def write(self, name: ResultName, filename: str, writer: Callable[[Path], object]) -> None:
         self.result[name] = filename
         writer(self.directory / filename)
 

@@ -31,6 +31,7 @@ from ...contract import InputError
 from ...contract.catalog import Family
 from ...contract.jobs import INPAINT_INPUT_SIZE_DEFAULT, REFINE_PADDING_DEFAULT, CutoutParams, NormalMode
 from ...contract.parameters import Selection
+from ...contract.results import BACKGROUND_GEOMETRY, ResultName
 from ..geometry.depth_fill import fill_depth_behind
 from ..geometry.frame import GeometryFrame
 from ..job_steps.geometry_analysis import analyse, geometry_rgb
@@ -52,7 +53,7 @@ from ..models.moge2 import MoGe2Adapter
 VISIBLE = 1.0 / 512  # a refined matte below this is invisible even in 8 bits: outside the crop
 
 
-def run_generate_cutout_artifacts(context: Any, params: CutoutParams) -> dict[str, str]:
+def run_generate_cutout_artifacts(context: Any, params: CutoutParams) -> dict[ResultName, str]:
     source = open_input(params.input, still_only=True)
     size = (source.width, source.height)
     if params.selection is not None:
@@ -110,11 +111,13 @@ def run_generate_cutout_artifacts(context: Any, params: CutoutParams) -> dict[st
     with OutputSet(Path(context.directory)) as outputs:
         progress.stage(0.8, "Writing cutout")
         outputs.write(
-            "cutout", "cutout.png", partial(write_png_bands, size=region.size, rows=cutout_rows, channels=4, bits=bits)
+            ResultName.CUTOUT,
+            "cutout.png",
+            partial(write_png_bands, size=region.size, rows=cutout_rows, channels=4, bits=bits),
         )
         progress.stage(0.82, "Writing selection alpha")
         cropped = matte[rows, columns]
-        outputs.write("selection_alpha", "selection_alpha.png", partial(write_png, pixels=cropped, bits=16))
+        outputs.write(ResultName.SELECTION_ALPHA, "selection_alpha.png", partial(write_png, pixels=cropped, bits=16))
         if result is not None:
             write_geometry(
                 progress,
@@ -128,7 +131,7 @@ def run_generate_cutout_artifacts(context: Any, params: CutoutParams) -> dict[st
             )
         if plate is not None:
             progress.stage(0.92, "Writing clean plate")
-            outputs.write("background", "background.png", partial(write_png, pixels=plate, bits=bits))
+            outputs.write(ResultName.BACKGROUND, "background.png", partial(write_png, pixels=plate, bits=bits))
         if behind is not None:
             whole = Region.whole(size)
             write_geometry(
@@ -140,7 +143,7 @@ def run_generate_cutout_artifacts(context: Any, params: CutoutParams) -> dict[st
                 region=whole,
                 depth=True,
                 normals=NormalMode.OBJECT,
-                prefix="background_",
+                names=BACKGROUND_GEOMETRY,
             )
     for adapter in (refiner, geometry, inpainter):
         if adapter is not None:

@@ -20,6 +20,7 @@ import numpy as np
 from ...contract import ResourceExhaustedError
 from ...contract.catalog import Family
 from ...contract.jobs import MEMORY_BUDGET_GIB_DEFAULT, DebugParams
+from ...contract.results import ResultName
 from ..geometry.attention import GIB
 from ..job_steps.debug_report import start_debug, write_debug_outputs
 from ..job_steps.model_loading import prepare_adapter
@@ -32,7 +33,7 @@ from ..models.moge2 import MoGe2Adapter
 DEBUG_RESOLUTION_LEVEL = 9
 
 
-def run_debug_moge(context: Any, params: DebugParams) -> dict[str, str]:
+def run_debug_moge(context: Any, params: DebugParams) -> dict[ResultName, str]:
     progress, adapter, image, timings = start_debug(context, params, Family.GEOMETRY, MoGe2Adapter)
     rgb = over_black(display_pixels(image))
     progress.stage(0.1, "Running model")
@@ -67,7 +68,7 @@ def run_debug_moge(context: Any, params: DebugParams) -> dict[str, str]:
     return write_debug_outputs(context, progress, adapter, image, arrays, timings, extra)
 
 
-def run_debug_da3(context: Any, params: DebugParams) -> dict[str, str]:
+def run_debug_da3(context: Any, params: DebugParams) -> dict[ResultName, str]:
     source = open_input(params.input)
     progress = JobProgress(context)
     started = time.perf_counter()

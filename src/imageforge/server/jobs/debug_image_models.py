@@ -18,6 +18,7 @@ import numpy as np
 
 from ...contract.catalog import Family
 from ...contract.jobs import DebugParams
+from ...contract.results import ResultName
 from ..job_steps.debug_report import start_debug, write_debug_outputs
 from ..job_steps.matte import analysed_rgb
 from ..media import fit_long_edge
@@ -26,7 +27,7 @@ from ..models.display import display_pixels
 from ..models.upscale import UpscaleAdapter
 
 
-def run_debug_ben2(context: Any, params: DebugParams) -> dict[str, str]:
+def run_debug_ben2(context: Any, params: DebugParams) -> dict[ResultName, str]:
     progress, adapter, image, timings = start_debug(context, params, Family.BACKGROUND, Ben2Adapter)
     pixels = display_pixels(image)
     progress.running(0.0, "Running model")
@@ -51,7 +52,7 @@ def run_debug_ben2(context: Any, params: DebugParams) -> dict[str, str]:
     return write_debug_outputs(context, progress, adapter, image, arrays, timings, extra)
 
 
-def run_debug_upscale(context: Any, params: DebugParams) -> dict[str, str]:
+def run_debug_upscale(context: Any, params: DebugParams) -> dict[ResultName, str]:
     progress, adapter, image, timings = start_debug(context, params, Family.UPSCALE, UpscaleAdapter)
     pixels = display_pixels(fit_long_edge(image, params.max_input_size))
     height, width = pixels.shape[:2]

@@ -25,6 +25,7 @@ from typing import Any
 
 from ...contract.catalog import Family
 from ...contract.jobs import DepthPlaneParams, NormalMode
+from ...contract.results import ResultName
 from ..job_steps.geometry_analysis import analyse, geometry_rgb
 from ..job_steps.geometry_outputs import alpha_of, write_geometry
 from ..job_steps.model_loading import log_model_time, prepare_adapter
@@ -36,7 +37,7 @@ from ..models.display import display_pixels
 from ..models.moge2 import MoGe2Adapter
 
 
-def run_generate_depth_plane_geometry(context: Any, params: DepthPlaneParams) -> dict[str, str]:
+def run_generate_depth_plane_geometry(context: Any, params: DepthPlaneParams) -> dict[ResultName, str]:
     source = open_input(params.input, still_only=True)  # headers only: a bad file fails before any download
     progress = JobProgress(context)
     adapter = prepare_adapter(context, progress, params.model, Family.GEOMETRY, params.device, MoGe2Adapter)

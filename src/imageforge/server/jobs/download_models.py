@@ -15,6 +15,7 @@ from typing import Any
 from ...contract import ImageForgeError
 from ...contract.catalog import ModelEntry, load_catalog
 from ...contract.jobs import DownloadModelParams, DownloadRequiredModelsParams
+from ...contract.results import ResultName
 from ..downloads.job_download import download_into_job
 from ..inference import current_fraction
 from ..media import write_json
@@ -22,21 +23,21 @@ from ..media import write_json
 MANIFEST = "manifest.json"
 
 
-def run_download_model(context: Any, params: DownloadModelParams) -> dict[str, str]:
+def run_download_model(context: Any, params: DownloadModelParams) -> dict[ResultName, str]:
     return _download(context, [params.model])
 
 
-def run_download_required_models(context: Any, params: DownloadRequiredModelsParams) -> dict[str, str]:
+def run_download_required_models(context: Any, params: DownloadRequiredModelsParams) -> dict[ResultName, str]:
     return _download(context, params.models)
 
 
-def _download(context: Any, keys: list[str] | None) -> dict[str, str]:
+def _download(context: Any, keys: list[str] | None) -> dict[ResultName, str]:
     catalog = load_catalog()
     entries = [catalog.get(key) for key in keys] if keys is not None else list(catalog.defaults)
     outcome = download_into_job(context, entries)
     prepare_for_cpu(context, entries)
     write_json(Path(context.directory) / MANIFEST, {"models": outcome})
-    return {"manifest": MANIFEST}
+    return {ResultName.MANIFEST: MANIFEST}
 
 
 def prepare_for_cpu(context: Any, entries: list[ModelEntry]) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 from ...contract import InputError
 from ...contract.catalog import Family
 from ...contract.jobs import InpaintImageParams
+from ...contract.results import ResultName
 from ..job_steps.hole_fill import hole_crop, inpaint_pixels
 from ..job_steps.model_loading import log_model_time, prepare_adapter
 from ..job_steps.progress import JobProgress
@@ -33,7 +34,7 @@ LUMA = np.array([0.2126, 0.7152, 0.0722], np.float32)
 ASPECT_TOLERANCE = 0.01
 
 
-def run_inpaint_image(context: Any, params: InpaintImageParams) -> dict[str, str]:
+def run_inpaint_image(context: Any, params: InpaintImageParams) -> dict[ResultName, str]:
     if (params.mask is None) == (params.selection is None):
         raise InputError("Give either 'mask' (a grey or alpha image) or 'selection' (a box or lasso), not both.")
     source = open_input(params.input, still_only=True)  # headers only: bad files fail before any download
@@ -57,7 +58,7 @@ def run_inpaint_image(context: Any, params: InpaintImageParams) -> dict[str, str
     progress.writing()
     write_png(Path(context.directory) / "inpaint.png", filled, bits=image.sample_kind.png_bits)
     log_model_time(context, progress, adapter)
-    return {"inpaint": "inpaint.png"}
+    return {ResultName.INPAINT: "inpaint.png"}
 
 
 def check_mask_shape(mask: MediaSource, size: tuple[int, int]) -> None:

@@ -32,6 +32,7 @@ import numpy as np
 from ...contract import InputError, ModelUnavailableError, ResourceExhaustedError
 from ...contract.catalog import Family
 from ...contract.jobs import MultiviewParams
+from ...contract.results import ResultName
 from ..geometry.alignment import align_windows
 from ..geometry.attention import GIB, AttentionEstimate
 from ..job_steps.model_loading import log_model_time, prepare_adapter
@@ -58,7 +59,7 @@ class Views:
     source_size: tuple[int, int]
 
 
-def run_generate_multiview_cameras(context: Any, params: MultiviewParams) -> dict[str, str]:
+def run_generate_multiview_cameras(context: Any, params: MultiviewParams) -> dict[ResultName, str]:
     source = open_input(params.input)
     expected = selected_count(source, params.frame_step, params.max_frames)
     progress = JobProgress(context)
@@ -87,9 +88,9 @@ def run_generate_multiview_cameras(context: Any, params: MultiviewParams) -> dic
         np.save(members["frames"], np.asarray(views.numbers, np.int64))
         progress.stage(0.9, "Writing result")
         document = cameras_document(adapter, views, windows, extrinsics, intrinsics)
-        outputs.write("cameras", "cameras.json", lambda path: write_json(path, document))
+        outputs.write(ResultName.CAMERAS, "cameras.json", lambda path: write_json(path, document))
         progress.stage(0.92, "Writing depth")
-        outputs.write("depth", "depth.npz", lambda path: stream_npz(path, members))
+        outputs.write(ResultName.DEPTH, "depth.npz", lambda path: stream_npz(path, members))
     log_model_time(context, progress, adapter)
     return outputs.result
 

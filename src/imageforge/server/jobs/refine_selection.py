@@ -16,6 +16,7 @@ from typing import Any
 
 from ...contract.catalog import Family
 from ...contract.jobs import RefineImageSelectionParams
+from ...contract.results import ResultName
 from ..job_steps.matte import refine_alpha, with_alpha
 from ..job_steps.model_loading import log_model_time, prepare_adapter
 from ..job_steps.progress import JobProgress
@@ -26,7 +27,7 @@ from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels
 
 
-def run_refine_image_selection(context: Any, params: RefineImageSelectionParams) -> dict[str, str]:
+def run_refine_image_selection(context: Any, params: RefineImageSelectionParams) -> dict[ResultName, str]:
     progress = JobProgress(context)
     source = open_input(params.input, still_only=True)
     # A bad file or a selection off the image fails before any model download.
@@ -48,4 +49,4 @@ def run_refine_image_selection(context: Any, params: RefineImageSelectionParams)
         bits=image.sample_kind.png_bits,
     )
     log_model_time(context, progress, adapter)
-    return {"alpha": "alpha.png", "cutout": "cutout.png"}
+    return {ResultName.ALPHA: "alpha.png", ResultName.CUTOUT: "cutout.png"}

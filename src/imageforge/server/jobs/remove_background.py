@@ -20,6 +20,7 @@ import numpy as np
 
 from ...contract.catalog import Family
 from ...contract.jobs import JobId, OutputKind, RemoveBackgroundParams
+from ...contract.results import ResultName
 from ..job_steps.frame_cache import open_frame_cache
 from ..job_steps.frame_loop import Report, stream_frames
 from ..job_steps.matte import cut_out, with_alpha
@@ -32,7 +33,7 @@ from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels
 
 
-def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[str, str]:
+def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[ResultName, str]:
     progress = JobProgress(context)
     source = open_input(params.input)  # headers only: a bad file fails before any model download
     positions = None if source.kind is MediaKind.STILL else source.frame_range(params.first_frame, params.frame_count)
@@ -49,7 +50,7 @@ def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[
         progress.writing()
         if wants_alpha:
             write_exr(directory / "alpha.exr", {"Y": alpha})
-            result = {"alpha": "alpha.exr"}
+            result = {ResultName.ALPHA: "alpha.exr"}
         else:
             write_png_bands(
                 directory / "foreground.png",
@@ -58,7 +59,7 @@ def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[
                 channels=4,
                 bits=image.sample_kind.png_bits,
             )
-            result = {"foreground": "foreground.png"}
+            result = {ResultName.FOREGROUND: "foreground.png"}
         log_model_time(context, progress, adapter)
         return result
 
@@ -80,7 +81,7 @@ def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[
         context,
         progress,
         source,
-        result=params.output_kind.value,
+        result=ResultName.ALPHA if wants_alpha else ResultName.FOREGROUND,
         sequence_output=params.sequence_output,
         size=(source.width, source.height),
         alpha=not wants_alpha,

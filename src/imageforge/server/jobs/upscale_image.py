@@ -15,6 +15,7 @@ import numpy as np
 
 from ...contract.catalog import Family
 from ...contract.jobs import JobId, UpscaleImageParams
+from ...contract.results import ResultName
 from ..job_steps.frame_cache import open_frame_cache
 from ..job_steps.frame_loop import Report, stream_frames
 from ..job_steps.model_loading import log_model_time, prepare_adapter
@@ -27,7 +28,7 @@ from ..models.upscale import UpscaleAdapter, UpscalePlan
 OVERLAP_WARNING = 2.0  # work ratio above which a user-chosen tile size is worth a warning
 
 
-def run_upscale_image(context: Any, params: UpscaleImageParams) -> dict[str, str]:
+def run_upscale_image(context: Any, params: UpscaleImageParams) -> dict[ResultName, str]:
     progress = JobProgress(context)
     source = open_input(params.input)  # headers only: a bad file fails before any model download
     positions = None if source.kind is MediaKind.STILL else source.frame_range(params.first_frame, params.frame_count)
@@ -65,7 +66,7 @@ def run_upscale_image(context: Any, params: UpscaleImageParams) -> dict[str, str
             adapter.upscale(pixels, plan, sink=lambda _top, rows: png.write(rows), on_tile=on_tile)
             progress.writing()
         log_model_time(context, progress, adapter)
-        return {"upscale": "upscale.png"}
+        return {ResultName.UPSCALE: "upscale.png"}
 
     def process(frame: Frame, last: bool, report: Report) -> np.ndarray:
         return upscale_frame(adapter, plan, frame.image, (width, height), last_frame=last, report=report)
@@ -74,7 +75,7 @@ def run_upscale_image(context: Any, params: UpscaleImageParams) -> dict[str, str
         context,
         progress,
         source,
-        result="upscale",
+        result=ResultName.UPSCALE,
         sequence_output=params.sequence_output,
         size=out_size,
         alpha=source.has_alpha,
