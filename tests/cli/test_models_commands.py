@@ -119,7 +119,7 @@ def test_list_and_verify_work_on_a_read_only_storage_root(catalog, storage_root,
 
 def rot(storage: Path, directory: str, good: bytes) -> Path:
     """Damage a downloaded model file in a way its (size, times) record cannot see: bit rot after the record."""
-    from imageforge.server.downloads.store import remember_hash
+    from imageforge.contract.model_files import remember_hash
 
     path = storage / "models" / directory / "model.onnx"
     path.write_bytes(b"\0" * len(good))

@@ -12,13 +12,6 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "imageforge"
 ADDON = "addon"  # the Blender add-on; the package root itself holds only register()/unregister()
-# Allowed for now, with the reason (issue 15, item 9).
-SERVER_IMPORTS_ALLOWED = {
-    # `imageforge models list/verify` read the readiness cache and hash the model files without starting a
-    # server. The server may be writing the same cache at that moment; the fix is to ask the running server
-    # (a job or a resource snapshot) and fall back to this read-only path only when none runs.
-    "cli/commands.py": {"imageforge.server.downloads.store"},
-}
 
 
 def _module_name(path: Path) -> str:
@@ -78,10 +71,8 @@ def test_the_addon_and_the_cli_never_import_the_server():
     for path in addon_and_cli_files():
         relative = path.relative_to(PACKAGE).as_posix()
         server = {name for name in imported_names(path) if name.split(".")[:2] == ["imageforge", "server"]}
-        allowed = SERVER_IMPORTS_ALLOWED.get(relative, set())
-        extra = {name for name in server if not any(name.startswith(module) for module in allowed)}
-        if extra:
-            offenders[relative] = sorted(extra)
+        if server:
+            offenders[relative] = sorted(server)
     assert offenders == {}
 
 

@@ -16,6 +16,7 @@ from ..client.setup import environment_ready, prepare_environment
 from ..client.storage_holder import acquire_or_explain
 from ..contract import JOB_SPECS, InputError, job_spec
 from ..contract.catalog import load_catalog
+from ..contract.model_files import model_status
 from ..contract.parameters import field_docs, path_parameters
 from ..contract.provenance import Provenance
 from ..contract.results import ResultName
@@ -130,8 +131,6 @@ def jobs(_args: argparse.Namespace) -> int:
 
 
 def models_list(args: argparse.Namespace) -> int:
-    from ..server.downloads.store import model_status
-
     root = _storage_root(args)
     for entry in load_catalog().models:
         size = f"{entry.declared_size / 1e6:.0f} MB" if entry.declared_size else "size unknown"
@@ -149,8 +148,6 @@ def models_download(args: argparse.Namespace) -> int:
 
 
 def models_verify(args: argparse.Namespace) -> int:
-    from ..server.downloads.store import model_status
-
     root = _storage_root(args)
     failures = 0
     for entry in load_catalog().models:

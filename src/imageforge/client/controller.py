@@ -24,7 +24,6 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -39,6 +38,7 @@ from blendjob.runtime import windows_creation_flags
 from blendjob.server import TERMINAL_STATES
 from blendjob.storage import StorageLock, read_json, write_json
 
+from ..contract.file_lock import exclusive_file_lock
 from ..contract.server_clients import ClientKind, linger_seconds
 from ..contract.server_credentials import CredentialsError, ServerCredentials, read_credentials, write_credentials
 from . import retirement
@@ -430,23 +430,8 @@ class ImageForgeServerController(ServerControllerHooks):
 @contextlib.contextmanager
 def start_lock(root: Path) -> Any:
     """Serialise starts of one folder's server across processes (an advisory lock file in the folder)."""
-    path = root / START_LOCK
-    with os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o600), "r+b") as stream:
-        if sys.platform == "win32":
-            import msvcrt
-
-            stream.seek(0)
-            while True:
-                try:
-                    msvcrt.locking(stream.fileno(), msvcrt.LK_NBLCK, 1)
-                    break
-                except OSError:
-                    time.sleep(0.05)
-        else:
-            import fcntl
-
-            fcntl.flock(stream, fcntl.LOCK_EX)
-        yield  # closing the file releases the lock
+    with exclusive_file_lock(root / START_LOCK):
+        yield
 
 
 def storage_locked(root: Path) -> bool:

@@ -8,9 +8,9 @@ import time
 import pytest
 
 from imageforge.contract import ModelUnavailableError
+from imageforge.contract.model_files import FileState, model_status, verify_file
 from imageforge.server.downloads.failures import DownloadCancelled, FileRejected
 from imageforge.server.downloads.sources import Source
-from imageforge.server.downloads.store import FileState, model_status, verify_file
 from tests.kit.hub import Blackhole
 
 from .conftest import FAST, content, entry, sources

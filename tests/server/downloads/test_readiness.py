@@ -13,14 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from imageforge.contract import ModelUnavailableError
-from imageforge.server.downloads.store import (
+from imageforge.contract.model_files import (
     FileState,
     file_path,
     model_status,
     part_path,
     remember_hash,
-    require_ready,
     verify_file,
 )
 
@@ -120,7 +118,7 @@ def test_an_undeclared_file_found_damaged_stays_damaged(root):
 FULL_DISK_CHILD = """
 import resource, signal, sys
 from pathlib import Path
-from imageforge.server.downloads.store import remember_hash
+from imageforge.contract.model_files import remember_hash
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
 resource.setrlimit(resource.RLIMIT_FSIZE, (16, 16))
 remember_hash(Path(sys.argv[1]), Path(sys.argv[2]), "ab" * 32)
@@ -132,7 +130,8 @@ def test_a_cache_that_cannot_be_written_leaves_no_temporary_and_no_error(root):
     path = place(root, model, DATA)
     completed = subprocess.run([sys.executable, "-c", FULL_DISK_CHILD, str(root), str(path)], capture_output=True)
     assert completed.returncode == 0, completed.stderr
-    assert sorted(item.name for item in (root / "models").iterdir()) == ["ben2"]  # no cache, no temporary
+    names = sorted(item.name for item in (root / "models").iterdir())
+    assert names == [".verified.json.lock", "ben2"]  # no cache, no temporary (the empty lock file only)
 
 
 def test_a_cached_hash_for_another_version_does_not_count(root):
@@ -143,18 +142,6 @@ def test_a_cached_hash_for_another_version_does_not_count(root):
     assert (
         json.loads((root / "models/.verified.json").read_text())["ben2/model.onnx"]["sha256"] == model.files[0].sha256
     )
-
-
-def test_require_ready_says_what_to_do(root):
-    model = entry("BEN2", {"onnx/model.onnx": DATA})
-    with pytest.raises(ModelUnavailableError) as raised:
-        require_ready(root, model)
-    assert str(raised.value) == (
-        "Ben2 is not downloaded (onnx/model.onnx is missing); "
-        "download it with 'imageforge models download BEN2' or the add-on's Download button."
-    )
-    place(root, model, DATA)
-    assert require_ready(root, model).ready
 
 
 def test_a_partial_download_is_reported_but_never_ready(root):

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from imageforge.contract import ModelUnavailableError, ResourceExhaustedError
+from imageforge.contract.model_files import model_status, part_path
 from imageforge.server.downloads.failures import DownloadCancelled, FileRejected
 from imageforge.server.downloads.fetch import open_part
-from imageforge.server.downloads.store import model_status, part_path
 
 from .conftest import content, entry, sources
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from imageforge.contract import ModelUnavailableError
+from imageforge.contract.model_files import part_path
 from imageforge.server.downloads.failures import TransferBroken
 from imageforge.server.downloads.install import RETRY, RetryPolicy
 from imageforge.server.downloads.sources import Source
-from imageforge.server.downloads.store import part_path
 
 from .conftest import content, entry, sources
 

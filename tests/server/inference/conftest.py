@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from imageforge.contract.catalog import Family, ModelEntry, ModelFile
-from imageforge.server.downloads.store import file_path
+from imageforge.contract.model_files import file_path
 from imageforge.server.inference.devices import OrtRuntime, detect_runtime
 from tests.kit.onnx_models import build_ben2, build_ben2_fp16, build_upscaler
 

@@ -14,7 +14,7 @@ from google.protobuf import descriptor as protobuf_descriptor
 from onnx import TensorProto, helper, numpy_helper, onnx_ml_pb2
 
 from imageforge.contract import Device
-from imageforge.server.downloads.store import file_path
+from imageforge.contract.model_files import file_path
 from imageforge.server.inference import ModelManager, cpu_copy
 from imageforge.server.inference.cpu_copy import CopyStatus, copy_path, cpu_graph, read_record, record_path
 from imageforge.server.inference.fp32_graph import UnsupportedModel, convert

@@ -10,7 +10,7 @@ import pytest
 
 from imageforge.contract import Device
 from imageforge.contract.catalog import Family, ModelEntry, ModelFile
-from imageforge.server.downloads.store import file_path
+from imageforge.contract.model_files import file_path
 from imageforge.server.inference import ModelManager
 from imageforge.server.models import adapter_class
 

@@ -1,8 +1,9 @@
 """One row per catalog model for the Models panel: size, licence, whether it is ready, whether it is default.
 
-Readiness is read from the files on disk (`<storage>/models/<directory>/<path>` with the declared size), which
-costs one stat per file and never hashes, so it is cheap enough for a redraw. The server does not report
-readiness (its models resource lists loaded sessions only); downloads verify SHA-256 when they run.
+Readiness is read from the files on disk (contract/model_files.files_present: each file in its place with the
+declared size), which costs one stat per file and never hashes, so it is cheap enough for a redraw. The server
+does not report readiness (its models resource lists loaded sessions only); downloads verify SHA-256 when they
+run.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...client.job_usage import format_bytes
-from ...contract.catalog import Catalog, Family, ModelEntry
+from ...contract.catalog import Catalog, Family
+from ...contract.model_files import files_present
 
 
 @dataclass(frozen=True)
@@ -28,18 +30,6 @@ class ModelRow:
 def format_size(size: int | None) -> str:
     """A catalog size as every byte count in the add-on reads (client/job_usage.format_bytes)."""
     return "size unknown" if size is None else format_bytes(size)
-
-
-def files_present(storage_root: Path, entry: ModelEntry) -> bool:
-    for model_file in entry.files:
-        path = Path(storage_root) / "models" / entry.directory / model_file.path
-        try:
-            size = path.stat().st_size
-        except OSError:
-            return False
-        if model_file.size is not None and size != model_file.size:
-            return False
-    return True
 
 
 def model_rows(catalog: Catalog, storage_root: Path) -> list[ModelRow]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from ...contract import ModelUnavailableError
+from ...contract.model_files import part_path
 from .failures import (
     DownloadCancelled,
     FileRejected,
@@ -37,7 +38,6 @@ from .failures import (
     server_failed,
 )
 from .sources import Timeouts, host_of
-from .store import part_path
 
 if TYPE_CHECKING:
     import requests

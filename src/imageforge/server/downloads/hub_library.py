@@ -33,6 +33,7 @@ import requests
 
 from ...contract import ModelUnavailableError
 from ...contract.catalog import ModelFile
+from ...contract.model_files import sha256_of
 from .failures import (
     DownloadCancelled,
     FileRejected,
@@ -45,7 +46,6 @@ from .failures import (
 )
 from .fetch import CHUNK_SIZE, FetchOutcome, Progress, range_start, stated_total
 from .sources import USER_AGENT, Timeouts, host_of
-from .store import sha256_of
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _active = threading.local()

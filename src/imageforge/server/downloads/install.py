@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...contract.catalog import ModelEntry
+from ...contract.model_files import FileState, FileStatus, model_status, remember_hash
 from .failures import DownloadCancelled, SourceRefused, SourceUnreachable, TransferBroken, gave_up
 from .fetch import Expected, FetchOutcome, PartOpener, fetch_file, open_part
 from .meter import Report, TransferMeter
 from .sources import MIRROR_VARIABLE, DownloadSources, Source
-from .store import FileState, FileStatus, forget, model_status, remember_hash, staging_root
+from .store import forget, staging_root
 
 Log = Callable[[str], None]
 

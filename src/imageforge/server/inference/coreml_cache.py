@@ -17,7 +17,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..downloads.store import sha256_of
+from ...contract.model_files import sha256_of
 
 CACHE_FOLDER = Path("cache") / "coreml"
 KEY_FILE = "key.json"

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from ...contract import Device, ImageForgeError, ModelUnavailableError
 from ...contract.catalog import Family, ModelEntry
-from ..downloads.store import file_path, known_sha256
+from ...contract.model_files import file_path, known_sha256
 from .coreml_cache import CoreMLCache
 from .cpu_copy import cpu_graph, ready_copy
 from .devices import OrtRuntime, default_intra_op_threads, detect_runtime, resolve_device

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ...contract.catalog import ModelEntry
-from ..downloads.store import file_path
+from ...contract.model_files import file_path
 from ..media import MediaSource
 from ..media.atomic import atomic_file
 

@@ -16,9 +16,9 @@ import numpy as np
 
 from ...contract import Device, ModelUnavailableError
 from ...contract.catalog import Family, ModelEntry
+from ...contract.model_files import model_status
 from .. import provenance
 from ..downloads.job_download import download_into_job
-from ..downloads.store import model_status
 from ..inference import SessionHandle, current_fraction, job_warner
 from ..inference.devices import resolve_device
 
