@@ -140,15 +140,33 @@ def test_upscale_target_size_follows_the_maximum_input_size():
     assert upscale_target(3000, 1000, 4, 1024) == (4096, 1364)
 
 
-def test_upscale_label_uses_the_contract_rounding_rule_the_server_uses():
+def test_upscale_label_matches_an_exact_computation_of_the_servers_size():
+    """The label's size, checked against exact rational arithmetic (not the contract function it calls): the
+    longer side becomes min(long, Maximum AI Input Size), the shorter one the nearest whole number to its exact
+    share (at least 1), and both are multiplied by the scale."""
+    from fractions import Fraction
+
     from imageforge.addon.operators.image_jobs import upscale_target
-    from imageforge.contract.sizes import fit_long_edge_size
 
     rng = np.random.default_rng(11)
-    for width, height in [(int(w), int(h)) for w, h in rng.integers(1, 20000, size=(500, 2))]:
+    sizes = [(int(w), int(h)) for w, h in rng.integers(1, 20000, size=(300, 2))]
+    for width, height in [*sizes, (1, 1), (3000, 1000), (1000, 3000), (2048, 2048), (2049, 3), (5, 20000)]:
         for max_size in (1, 255, 1024, 2048, 8192):
-            expected = fit_long_edge_size((width, height), max_size)
-            assert upscale_target(width, height, 4, max_size) == (expected[0] * 4, expected[1] * 4)
+            for scale in (2, 4):
+                long_edge, short_edge = max(width, height), min(width, height)
+                limited_long = min(long_edge, max_size)
+                exact_short = Fraction(short_edge * limited_long, long_edge)
+                result = upscale_target(width, height, scale, max_size)
+                result_long, result_short = (result[0], result[1]) if width >= height else (result[1], result[0])
+                assert result_long == limited_long * scale
+                assert result_short % scale == 0
+                limited_short = result_short // scale
+                assert limited_short >= 1
+                assert abs(limited_short - exact_short) <= Fraction(1, 2) or (limited_short == 1 and exact_short < 1)
+    assert upscale_target(3000, 1000, 4, 1024) == (4096, 1364)  # 1000 * 1024 / 3000 = 341.33 -> 341
+    assert upscale_target(1000, 3000, 2, 1024) == (682, 2048)
+    assert upscale_target(2049, 3, 4, 2048) == (8192, 12)  # 3 * 2048 / 2049 = 2.9985 -> 3
+    assert upscale_target(5, 20000, 4, 255) == (4, 1020)  # 5 * 255 / 20000 = 0.06 -> at least 1
 
 
 def test_refine_selection_changes_only_the_selected_pixels(job_server, photo, capfd):
