@@ -42,6 +42,18 @@ def addon():
 
 
 @pytest.fixture
+def server(addon, monkeypatch):
+    """The add-on's runtime with its server environment installed, for drawing panels; its last poll restored."""
+    from imageforge.addon import blender_runtime
+
+    active = blender_runtime.get_runtime()
+    monkeypatch.setattr(active, "environment_ready", lambda root=None: True)
+    saved = active.server.snapshot
+    yield active
+    active.server.snapshot = saved
+
+
+@pytest.fixture
 def job_server(addon, tmp_path):
     """An empty scene and the add-on, its runtime talking to a RecordingJobServer (job_server.py)."""
     from job_server import RecordingJobServer

@@ -9,6 +9,7 @@ import json
 import bpy
 import pytest
 from job_server import run_job_operator
+from recorded_health import polled, server_panel
 from result_files import write_png_rgba
 from scenes import image_object, load_photo, photo_pixels
 
@@ -55,52 +56,18 @@ def test_a_fallback_ends_the_operator_with_a_warning_report(job_server, tmp_path
     assert blender_runtime.get_runtime().message.endswith(f"(Ran on CPU: {WARNING})")  # the status bar's last word
 
 
-def models_resource(device_warnings: list[str]) -> dict:
-    """The "models" resource as ModelManager.snapshot() writes it after a fallback (model_manager.py)."""
-    return {
-        "loaded": [{"family": "background", "model": "BEN2_BASE", "requested_device": "cuda", "device": "cpu",
-                    "provider": "CPUExecutionProvider", "providers": ["CPUExecutionProvider"], "load_seconds": 1.0,
-                    "runs": 1, "fallback": None}],
-        "devices": ["cuda", "cpu"],
-        "unavailable": {},
-        "onnxruntime": {"version": "1.23.2", "variant": "onnxruntime-gpu", "providers": ["CUDAExecutionProvider"]},
-        "detecting": False,
-        "threads": 6,
-        "cpu_only": ["BEN2_BASE"],
-        "device_warnings": device_warnings,
-    }  # fmt: skip
-
-
-@pytest.fixture
-def server(addon, monkeypatch):
-    from imageforge.addon import blender_runtime
-
-    active = blender_runtime.get_runtime()
-    monkeypatch.setattr(active, "environment_ready", lambda root=None: True)
-    saved = active.server.snapshot
-    yield active
-    active.server.snapshot = saved
-
-
-def drawn_server_panel(server, snapshot):
-    from recording import draw
-
-    from imageforge.addon.panels.server import ServerPanel
-
-    server.server.snapshot = snapshot
-    return draw(ServerPanel, bpy.context)
-
-
 @pytest.mark.parametrize("state", ["READY", "BUSY"])
 def test_the_server_panel_shows_why_models_run_on_cpu_while_the_server_runs(server, state):
-    snapshot = {"state": state, "message": state.title(), "resources": {"models": models_resource([WARNING])}}
-    layout = drawn_server_panel(server, snapshot)
+    warned = polled("ready")  # the server's snapshot after BEN2 ran on CPU where CUDA was asked for
+    (sentence,) = warned["resources"]["models"]["device_warnings"]
+    layout = server_panel(server, {**warned, "state": state, "message": state.title()})
     warning = [item for item in layout.items if item.kind == "label" and item.alert and item.text != state.title()]
-    assert " ".join(item.text for item in warning) == WARNING  # wrapped to the sidebar's width, nothing lost
+    assert " ".join(item.text for item in warning) == sentence  # wrapped to the sidebar's width, nothing lost
     assert warning[0].icon == "ERROR" and len(warning) > 1 and all(len(item.text) <= 48 for item in warning)
 
-    quiet = drawn_server_panel(server, {"state": state, "resources": {"models": models_resource([])}})
-    assert not any(item.alert for item in quiet.items if item.kind == "label")
+    quiet = polled("busy")  # a server whose models all ran where they were asked to
+    assert quiet["resources"]["models"]["device_warnings"] == []
+    assert not any(item.alert for item in server_panel(server, {**quiet, "state": state}).items if item.kind == "label")
     # A new server start (Stopped, then Starting) reports no warnings: the line is gone until a job falls back.
     for fresh in ({"state": "STOPPED"}, {"state": "STARTING", "message": "Starting"}):
-        assert WARNING.split()[0] not in " ".join(drawn_server_panel(server, fresh).texts())
+        assert sentence.split()[0] not in " ".join(server_panel(server, fresh).texts())

@@ -6,86 +6,13 @@ from types import SimpleNamespace
 
 import bpy
 import pytest
+from recorded_health import polled, server_panel
 from recording import draw
 
 from imageforge.addon.scene.materials import new_node_material
 
-
-def loaded(family: str, model: str, requested: str, device: str, provider: str) -> dict:
-    """One `loaded` entry exactly as ModelManager.snapshot() writes it (server/inference/model_manager.py)."""
-    return {
-        "family": family,
-        "model": model,
-        "requested_device": requested,
-        "device": device,
-        "provider": provider,
-        "providers": [provider, "CPUExecutionProvider"],
-        "load_seconds": 1.25,
-        "runs": 3,
-        "fallback": None,
-    }
-
-
-def models_snapshot(*entries: dict) -> dict:
-    """The "models" resource as ModelManager.snapshot() writes it."""
-    return {
-        "loaded": list(entries),
-        "devices": ["auto", "cpu", "cuda"],
-        "unavailable": {},
-        "onnxruntime": {"version": "1.22.0", "variant": "onnxruntime-gpu", "providers": ["CUDAExecutionProvider"]},
-        "detecting": False,
-        "threads": 8,
-        "cpu_only": [],
-    }
-
-
-def downloads_snapshot(source: str) -> dict:
-    """The "downloads" resource as DownloadSources.snapshot() writes it (server/downloads/sources.py)."""
-    return {
-        "source": source,
-        "hub": "https://huggingface.co",
-        "mirror": "https://models.example.org/imageforge",
-        "switched_at": 1767225600.0 if source == "mirror" else None,
-        "reason": "the hub timed out" if source == "mirror" else None,
-        "last_error": None,
-    }
-
-
-BUSY = {
-    "state": "BUSY",
-    "message": "Busy",
-    "active_job": {"job_type": "upscale-image", "progress": 0.4, "message": "Upscaling tile 3/8"},
-    "resources": {
-        "models": models_snapshot(loaded("upscale", "REALESRGAN_X4PLUS", "auto", "cuda", "CUDAExecutionProvider")),
-        "downloads": downloads_snapshot("hub"),
-    },
-}
-READY = {
-    "state": "READY",
-    "message": "Ready",
-    "resources": {
-        "models": models_snapshot(loaded("background", "BEN2_BASE", "cuda", "cpu", "CPUExecutionProvider")),
-        "downloads": downloads_snapshot("mirror"),
-    },
-}
-
-
-@pytest.fixture
-def server(addon, monkeypatch):
-    from imageforge.addon import blender_runtime
-
-    active = blender_runtime.get_runtime()
-    monkeypatch.setattr(active, "environment_ready", lambda root=None: True)
-    saved = active.server.snapshot
-    yield active
-    active.server.snapshot = saved
-
-
-def server_panel(server, snapshot):
-    from imageforge.addon.panels.server import ServerPanel
-
-    server.server.snapshot = snapshot
-    return draw(ServerPanel, bpy.context)
+BUSY = polled("busy")  # an upscale job at 40 %, the upscaler loaded, downloads from the hub
+READY = polled("ready")  # idle, BEN2 loaded on CPU although CUDA was asked for, downloads switched to the mirror
 
 
 @pytest.mark.parametrize(
@@ -137,16 +64,16 @@ def test_server_panel_busy_shows_the_jobs_progress_and_disables_unload(server):
     progress = next(item for item in layout.items if item.kind == "progress")
     assert (progress.options["factor"], progress.text) == (0.4, "Upscaling tile 3/8")
     assert layout.find("imageforge.cancel_job")
-    assert "Upscale: REALESRGAN_X4PLUS (cuda)" in layout.texts()
+    assert "Upscale: REALESRGAN_X4PLUS (cpu)" in layout.texts()
     assert not layout.find("imageforge.unload_models").enabled
     assert "Model downloads use the mirror" not in layout.texts()  # a mirror is configured but not in use
 
 
-@pytest.mark.parametrize(("source", "note"), [("mirror", True), ("hub", False)])
-def test_mirror_note_follows_the_download_sources_snapshot(server, source, note):
+@pytest.mark.parametrize(("polled_snapshot", "note"), [(READY, True), (BUSY, False)], ids=["mirror", "hub"])
+def test_mirror_note_follows_the_download_sources_snapshot(server, polled_snapshot, note):
     from imageforge.addon.health_snapshot import uses_mirror
 
-    snapshot = {"state": "STOPPED", "resources": {"downloads": downloads_snapshot(source)}}
+    snapshot = {"state": "STOPPED", "resources": {"downloads": polled_snapshot["resources"]["downloads"]}}
     assert uses_mirror(snapshot) is note
     assert uses_mirror({"resources": {"models": {"source": "mirror", "mirror": True}}}) is False  # not its resource
     assert ("Model downloads use the mirror" in server_panel(server, snapshot).texts()) is note
