@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from imageforge.contract.cameras import MultiviewCameras
+from imageforge.contract.depth_metadata import DepthMetadata
 from imageforge.contract.results import ResultName
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -176,7 +178,7 @@ def parity_moge(work: Path) -> list[dict]:
     try:
         for index, image in enumerate(images):
             common = {"input": str(image), "model": "PARITY_MOGE", "device": "cpu", "max_input_size": 4096}
-            with np.load(server.run("debug-moge", common)["raw"]) as raw:
+            with np.load(server.run("debug-moge", common)[ResultName.RAW]) as raw:
                 ours = {name: raw[name] for name in raw.files}
             plane = server.run("generate-depth-plane-geometry", {**common, "resolution_level": 9})
             mask = ref[f"{index}_mask"]
@@ -186,8 +188,8 @@ def parity_moge(work: Path) -> list[dict]:
             cosine = np.clip(np.sum(normal[both] * normal_ref[both], axis=-1), -1, 1)
             height, width = mask.shape
             intrinsics_ref = ref[f"{index}_intrinsics"]
-            metadata = json.loads(plane["depth_metadata"].read_text())
-            exr_z = read_exr_z(plane["depth"])
+            metadata = DepthMetadata.read(plane[ResultName.DEPTH_METADATA])
+            exr_z = read_exr_z(plane[ResultName.DEPTH])
             figures.append(
                 {
                     "image": image.name,
@@ -196,8 +198,8 @@ def parity_moge(work: Path) -> list[dict]:
                         max(
                             relative(ours["frame_intrinsics"][0, 0], intrinsics_ref[0, 0]),
                             relative(ours["frame_intrinsics"][1, 1], intrinsics_ref[1, 1]),
-                            relative(metadata["fx"], intrinsics_ref[0, 0] * width),
-                            relative(metadata["fy"], intrinsics_ref[1, 1] * height),
+                            relative(metadata.fx, intrinsics_ref[0, 0] * width),
+                            relative(metadata.fy, intrinsics_ref[1, 1] * height),
                         )
                     ),
                     "depth_rel_median": float(np.median(relative(ours["frame_depth"][both], depth_ref[both]))),
@@ -248,9 +250,9 @@ def parity_upscale(work: Path) -> list[dict]:
     try:
         for index, image in enumerate(images):
             common = {"input": str(image), "model": "PARITY_X4V3", "device": "cpu", "scale": 4}
-            whole = read_pixels(server.run("upscale-image", {**common, "tile_size": 0})["upscale"])
+            whole = read_pixels(server.run("upscale-image", {**common, "tile_size": 0})[ResultName.UPSCALE])
             tile = 64
-            tiled = read_pixels(server.run("upscale-image", {**common, "tile_size": tile})["upscale"])
+            tiled = read_pixels(server.run("upscale-image", {**common, "tile_size": tile})[ResultName.UPSCALE])
             rgb_ref = ref[f"{index}_rgb"]
             height, width = rgb_ref.shape[0] // 4, rgb_ref.shape[1] // 4
             grid = plan_tiles(height, width, tile=tile, margin=DEFAULT_MARGIN, blend=DEFAULT_BLEND)
@@ -302,7 +304,7 @@ def parity_ben2(work: Path) -> list[dict]:
     try:
         for index, image in enumerate(images):
             parameters = {"input": str(image), "model": "PARITY_BEN2", "device": "cpu", "output_kind": "alpha"}
-            alpha = read_pixels(server.run("remove-background", parameters)["alpha"])[..., 0]
+            alpha = read_pixels(server.run("remove-background", parameters)[ResultName.ALPHA])[..., 0]
             official_alpha = ref[f"{index}_alpha_float"]
             error = np.abs(alpha - official_alpha)
             raw = ref[f"{index}_raw"].astype(np.float32)  # the earlier order: min–max, then Lanczos/bicubic
@@ -338,18 +340,18 @@ def parity_da3(work: Path) -> list[dict]:
     try:
         for index, clip in enumerate(clips):
             common = {"input": str(work / clip), "model": "PARITY_DA3", "device": "cpu"}
-            with np.load(server.run("debug-da3", common)["raw"]) as raw:
+            with np.load(server.run("debug-da3", common)[ResultName.RAW]) as raw:
                 debug = {name: raw[name] for name in raw.files}
             result = server.run("generate-multiview-cameras", {**common, "memory_budget_gib": 64.0})
-            cameras = json.loads(result[ResultName.CAMERAS].read_text())
+            cameras = MultiviewCameras.read(result[ResultName.CAMERAS])
             width, height = clips[clip]
             canvas_h, canvas_w = ref[f"{index}_depth"].shape[-2:]
             depth_rel = relative(debug["raw_depth"][0], ref[f"{index}_depth"])
             focal = []
-            for frame, matrix in zip(cameras["frames"], ref[f"{index}_intrinsics"], strict=True):
-                focal.append(relative(frame["intrinsics"]["fx"], matrix[0, 0] * width / canvas_w))
-                focal.append(relative(frame["intrinsics"]["fy"], matrix[1, 1] * height / canvas_h))
-            ours = np.array([frame["extrinsics"] for frame in cameras["frames"]])
+            for frame, matrix in zip(cameras.frames, ref[f"{index}_intrinsics"], strict=True):
+                focal.append(relative(frame.fx, matrix[0, 0] * width / canvas_w))
+                focal.append(relative(frame.fy, matrix[1, 1] * height / canvas_h))
+            ours = np.array([frame.extrinsics for frame in cameras.frames])
             theirs = rebase(ref[f"{index}_extrinsics"])
             rotation = [rotation_degrees(a[:, :3], b[:, :3]) for a, b in zip(ours, theirs, strict=True)]
             scale = max(np.linalg.norm(theirs[:, :, 3], axis=1).max(), 1e-9)

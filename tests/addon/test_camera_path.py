@@ -16,6 +16,8 @@ from recording import draw
 from result_files import write_json, write_png_rgba
 from scenes import photo_pixels, undo_steps
 
+from imageforge.contract.cameras import FrameCamera, MultiviewCameras
+
 SIZE = (16, 12)
 NUMBERS = (11, 13, 15, 17)  # the sequence's own frame numbers, every second frame analysed
 CLIP_START = 5
@@ -42,17 +44,18 @@ EXTRINSICS = [
 
 
 def cameras_document() -> dict:
-    return {
-        "convention": "world-to-camera [R | t], OpenCV camera axes",
-        "model": "DA3_SMALL",
-        "image_size": list(SIZE),
-        "model_size": 504,
-        "windows": [[0, 3]],
-        "frames": [
-            {"frame": number, "extrinsics": pose.tolist(), "intrinsics": {"fx": fx, "fy": fx, "cx": CX, "cy": CY}}
+    """cameras.json as the server writes it (contract/cameras.py)."""
+    return MultiviewCameras(
+        convention="world-to-camera [R | t], OpenCV camera axes",
+        model="DA3_SMALL",
+        image_size=SIZE,
+        model_size=504,
+        windows=((0, 3),),
+        frames=tuple(
+            FrameCamera(number, tuple(tuple(row) for row in pose.tolist()), fx, fx, CX, CY)
             for number, pose, fx in zip(NUMBERS, EXTRINSICS, FX, strict=True)
-        ],
-    }
+        ),
+    ).to_json()
 
 
 def placement() -> np.ndarray:
@@ -202,23 +205,22 @@ def test_unusable_choices_are_refused_before_submitting(job_server, clip, tmp_pa
     assert job_server.submitted == []
 
 
-def test_parse_errors_name_the_problem():
-    from imageforge.addon.scene.camera_path import parse_camera_path
+def test_the_document_becomes_arrays_and_a_broken_one_names_the_problem(tmp_path):
+    from imageforge.addon.scene.camera_path import read_camera_path
     from imageforge.contract import InputError
 
     document = cameras_document()
-    zero_focal = {**document["frames"][0], "intrinsics": {"fx": 0, "fy": 1, "cx": 0, "cy": 0}}
-    path = parse_camera_path(document)
+    path = read_camera_path(write_json(tmp_path / "cameras.json", document))
     assert path.numbers == NUMBERS and path.image_size == SIZE
+    np.testing.assert_allclose(path.extrinsics, np.stack(EXTRINSICS))
+    np.testing.assert_allclose(path.intrinsics[:, 0], FX)
     assert np.allclose(path.blender_matrices()[0], np.eye(4))  # the first camera is the path's origin
-    for broken, message in (
-        ({**document, "frames": []}, "it has no frames"),
-        ({**document, "image_size": [16]}, "image_size must be"),
-        ({**document, "frames": document["frames"][::-1]}, "frame numbers do not increase"),
-        ({**document, "frames": [zero_focal]}, "frame 11 has an invalid focal length"),
-    ):
-        with pytest.raises(InputError, match=message):
-            parse_camera_path(broken)
+    del document["version"]  # written before the field existed: the same layout
+    assert read_camera_path(write_json(tmp_path / "old.json", document)).numbers == NUMBERS
+    zero_focal = {**document["frames"][0], "intrinsics": {"fx": 0, "fy": 1, "cx": 0, "cy": 0}}
+    broken = write_json(tmp_path / "broken.json", {**document, "frames": [zero_focal]})
+    with pytest.raises(InputError, match=r"^The camera path, frame 11, intrinsics: fx must be a positive number"):
+        read_camera_path(broken)
 
 
 def test_tools_panel_greys_the_video_tool_out_until_a_video_is_chosen(job_server, tmp_path):

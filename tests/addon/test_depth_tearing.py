@@ -10,6 +10,7 @@ from result_files import write_exr, write_json, write_png_rgb
 from scenes import image_object, load_photo, photo_pixels
 
 from imageforge.addon.scene.depth_grid import TEAR_RATIO_DEFAULT, depth_grid
+from imageforge.contract.depth_metadata import DepthMetadata
 
 WIDTH, HEIGHT = 32, 24
 FX = FY = 30.0
@@ -74,8 +75,8 @@ def photo(job_server, tmp_path):
 def produce_two_layers(parameters, directory):
     depth = np.concatenate([two_layers(), np.ones((HEIGHT, WIDTH, 1), np.float32)], axis=-1)
     write_exr(directory / "depth.exr", depth)
-    metadata = {"image_size": [WIDTH, HEIGHT], "analysed_size": [WIDTH, HEIGHT], "fx": FX, "fy": FY}
-    write_json(directory / "depth.json", {**metadata, "cx": WIDTH / 2, "cy": HEIGHT / 2, "reference_depth": FAR})
+    metadata = DepthMetadata((WIDTH, HEIGHT), (WIDTH, HEIGHT), FX, FY, WIDTH / 2, HEIGHT / 2, FAR)
+    write_json(directory / "depth.json", metadata.to_json())
     normal = np.full((HEIGHT, WIDTH, 3), (0.5, 0.5, 0.0), np.float32)
     write_png_rgb(directory / "normal.png", normal)
     return {"depth": "depth.exr", "depth_metadata": "depth.json", "normal": "normal.png"}

@@ -8,10 +8,12 @@ import bpy
 import numpy as np
 import pytest
 from bpy_extras.object_utils import world_to_camera_view
-from job_server import run_job_operator
+from job_server import record_failures, run_job_operator
 from mathutils import Vector
 from result_files import write_exr, write_json, write_png_gray16, write_png_rgb, write_png_rgba
 from scenes import image_object, load_photo, photo_pixels, undo_steps
+
+from imageforge.contract.depth_metadata import DepthMetadata
 
 DEPTH_SIZE = (32, 24)  # the analysed resolution; the photo is twice as large
 FX = FY = 30.0
@@ -25,11 +27,11 @@ def tilted_floor(width: int, height: int) -> np.ndarray:
     return np.stack([(xs - CX) * z / FX, (ys - CY) * z / FY, z], axis=-1).astype(np.float32)
 
 
-def write_depth(directory, weight: np.ndarray, metadata: dict) -> dict[str, str]:
+def write_depth(directory, weight: np.ndarray, metadata: DepthMetadata) -> dict[str, str]:
     width, height = DEPTH_SIZE
     depth = np.concatenate([tilted_floor(width, height), weight[..., None]], axis=-1)
     write_exr(directory / "depth.exr", depth)
-    write_json(directory / "depth.json", metadata)
+    write_json(directory / "depth.json", metadata.to_json())
     normal = np.zeros((height, width, 3), dtype=np.float32)
     normal[...] = (0.5, 0.5, 0.0)  # n = (0, 0, -1): facing the camera, encoded (n + 1) / 2
     write_png_rgb(directory / "normal.png", normal)
@@ -51,8 +53,7 @@ def test_depth_plane_mesh_camera_and_material_reproduce_the_photo(job_server, ph
     weight[:, :8] = 0.0  # the left quarter is invalid: no faces there
 
     def produce(parameters, directory):
-        metadata = {"image_size": list(DEPTH_SIZE), "analysed_size": list(DEPTH_SIZE), "fx": FX, "fy": FY}
-        return write_depth(directory, weight, {**metadata, "cx": CX, "cy": CY, "reference_depth": 2.7})
+        return write_depth(directory, weight, DepthMetadata(DEPTH_SIZE, DEPTH_SIZE, FX, FY, CX, CY, 2.7))
 
     job_server.producers["generate-depth-plane-geometry"] = produce
     assert run_job_operator(bpy.ops.imageforge.depth_plane, subdivisions=4) == {"FINISHED"}
@@ -117,31 +118,67 @@ def test_depth_plane_mesh_camera_and_material_reproduce_the_photo(job_server, ph
 
 
 def test_portrait_photos_fit_the_sensor_vertically():
-    from imageforge.addon.scene.intrinsics import camera_fit, parse_metadata
+    from imageforge.addon.scene.intrinsics import PixelIntrinsics, camera_fit
 
-    metadata = {"image_size": [300, 600], "fx": 500, "fy": 500, "cx": 150, "cy": 330, "reference_depth": 2.0}
-    fit = camera_fit(parse_metadata(metadata))
+    fit = camera_fit(PixelIntrinsics.of(DepthMetadata((300, 600), (150, 300), 500, 500, 150, 330, 2.0)))
     assert (fit.sensor_fit, fit.resolution) == ("VERTICAL", (300, 600))
     assert fit.lens == pytest.approx(500 * 36 / 600)
     assert fit.shift_y == pytest.approx(30 / 600)
 
 
-@pytest.mark.parametrize(
-    "metadata",
-    [
-        {"width": 300, "height": 600, "fx": 500, "fy": 500, "cx": 150, "cy": 330, "reference_depth": 2.0},
-        {"image_size": [300, 600], "intrinsics": {"fx": 500, "fy": 500, "cx": 150, "cy": 330}},
-        {"size": {"width": 300, "height": 600}, "fx": 500, "fy": 500, "cx": 150, "cy": 330, "reference_depth": 2.0},
-        {"image_size": [300, 600], "fx": 500, "fy": 500, "cx": 150, "cy": 330},  # no reference depth
-        {"image_size": ["300", 600], "fx": 500, "fy": 500, "cx": 150, "cy": 330, "reference_depth": 2.0},
-    ],
-)
-def test_depth_metadata_other_than_the_servers_layout_is_refused(metadata):
-    from imageforge.addon.scene.intrinsics import parse_metadata
-    from imageforge.contract import InputError
+WRITTEN = {
+    "version": 1,
+    "image_size": [32, 24],
+    "analysed_size": [32, 24],
+    "fx": 30.0,
+    "fy": 30.0,
+    "cx": 16.0,
+    "cy": 12.0,
+    "reference_depth": 2.0,
+}  # DepthMetadata.to_json() of a 32×24 analysis
 
-    with pytest.raises(InputError, match=r"does not hold image_size \[w, h\], fx, fy, cx, cy and reference_depth"):
-        parse_metadata(metadata)
+
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        ({"width": 300, "height": 600, "fx": 500, "fy": 500, "cx": 150, "cy": 330, "reference_depth": 2.0},
+         "The depth metadata: image_size is missing."),
+        ({**WRITTEN, "reference_depth": None}, "The depth metadata: reference_depth must be a positive number "
+                                               "(found None)."),
+        ({**WRITTEN, "image_size": ["300", 600]}, "The depth metadata: image_size must be [width, height] in pixels "
+                                                  "(found ['300', 600])."),
+        ({**WRITTEN, "version": 2}, "The depth metadata has layout version 2, newer than this ImageForge reads (1); "
+                                    "update the add-on."),
+    ],
+)  # fmt: skip
+def test_depth_metadata_other_than_the_servers_layout_lands_nothing(
+    job_server, photo, capfd, monkeypatch, metadata, message
+):
+    def produce(parameters, directory):
+        files = write_depth(directory, np.ones(DEPTH_SIZE[::-1], np.float32), DepthMetadata.from_json(WRITTEN))
+        write_json(directory / "depth.json", metadata)
+        return files
+
+    job_server.producers["generate-depth-plane-geometry"] = produce
+    failures = record_failures(monkeypatch)
+    before = undo_steps(capfd)
+    assert run_job_operator(bpy.ops.imageforge.depth_plane) == {"CANCELLED"}
+    assert failures == [message]
+    assert "Photo Depth Plane" not in bpy.data.objects
+    assert undo_steps(capfd) == before
+
+
+def test_a_depth_metadata_file_without_version_still_lands(job_server, photo):
+    unversioned = {name: value for name, value in WRITTEN.items() if name != "version"}  # before version 1 existed
+
+    def produce(parameters, directory):
+        files = write_depth(directory, np.ones(DEPTH_SIZE[::-1], np.float32), DepthMetadata.from_json(WRITTEN))
+        write_json(directory / "depth.json", unversioned)
+        return files
+
+    job_server.producers["generate-depth-plane-geometry"] = produce
+    assert run_job_operator(bpy.ops.imageforge.depth_plane) == {"FINISHED"}
+    assert "Photo Depth Plane" in bpy.data.objects
 
 
 def test_depth_plane_with_nothing_valid_is_an_error(job_server, photo, capfd):
@@ -149,7 +186,7 @@ def test_depth_plane_with_nothing_valid_is_an_error(job_server, photo, capfd):
         return write_depth(
             directory,
             np.zeros(DEPTH_SIZE[::-1], dtype=np.float32),
-            {"image_size": [32, 24], "fx": FX, "fy": FY, "cx": CX, "cy": CY, "reference_depth": 2.0},
+            DepthMetadata((32, 24), (32, 24), FX, FY, CX, CY, 2.0),
         )
 
     job_server.producers["generate-depth-plane-geometry"] = produce
@@ -208,7 +245,7 @@ def test_displaced_cutout_follows_depth_and_is_centred(job_server, photo):
         files = write_depth(
             directory,
             np.ones((height, width), dtype=np.float32),
-            {"width": width, "height": height, "fx": FX, "fy": FY, "cx": CX, "cy": CY},
+            DepthMetadata(DEPTH_SIZE, DEPTH_SIZE, FX, FY, CX, CY, 2.0),
         )
         write_png_rgba(directory / "cutout.png", photo_pixels(width, height))
         write_png_gray16(directory / "selection_alpha.png", np.ones((height, width), dtype=np.float32))

@@ -14,6 +14,7 @@ from scenes import image_object, load_photo, photo_pixels, undo_steps
 from test_depth_tearing import CARD, FAR, FX, FY, HEIGHT, NEAR, WIDTH, produce_two_layers, two_layers
 
 from imageforge.addon.scene.pixels import read_pixels
+from imageforge.contract.depth_metadata import DepthMetadata
 from imageforge.contract.results import ResultName
 
 PHOTO = (64, 48)  # twice the depth map
@@ -43,10 +44,8 @@ def produce_cutout(photo: np.ndarray):
         if parameters["generate_depth"]:
             card = np.concatenate([two_layers()[CARD], np.ones((12, 12, 1), np.float32)], axis=-1)
             write_exr(directory / "depth.exr", card)
-            metadata = {"image_size": [24, 24], "analysed_size": [12, 12], "fx": FX * 2, "fy": FY * 2}
-            write_json(
-                directory / "depth.json", {**metadata, "cx": 32.0 - 16, "cy": 24.0 - 12, "reference_depth": NEAR}
-            )
+            metadata = DepthMetadata((24, 24), (12, 12), FX * 2, FY * 2, 32.0 - 16, 24.0 - 12, NEAR)
+            write_json(directory / "depth.json", metadata.to_json())
             files.update(depth="depth.exr", depth_metadata="depth.json")
         normal = np.full((24, 24, 3), (0.5, 0.5, 1.0), np.float32)
         write_png_rgb(directory / "normal.png", normal)
@@ -55,10 +54,8 @@ def produce_cutout(photo: np.ndarray):
             write_png_rgba(directory / "background.png", clean_plate(photo))
             wall = np.concatenate([wall_only(), np.ones((HEIGHT, WIDTH, 1), np.float32)], axis=-1)
             write_exr(directory / "background_depth.exr", wall)
-            metadata = {"image_size": [WIDTH, HEIGHT], "analysed_size": [WIDTH, HEIGHT], "fx": FX, "fy": FY}
-            write_json(
-                directory / "background.json", {**metadata, "cx": WIDTH / 2, "cy": HEIGHT / 2, "reference_depth": FAR}
-            )
+            metadata = DepthMetadata((WIDTH, HEIGHT), (WIDTH, HEIGHT), FX, FY, WIDTH / 2, HEIGHT / 2, FAR)
+            write_json(directory / "background.json", metadata.to_json())
             tilted = np.full((HEIGHT, WIDTH, 3), (0.5, 0.25, 0.0), np.float32)  # the wall's normals, encoded
             write_png_rgb(directory / "background_normal.png", tilted)
             files.update(

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import re
+from dataclasses import fields
 from pathlib import Path
 
-from imageforge.contract import JOB_SPECS
+import pytest
+
+from imageforge.contract import JOB_SPECS, JobId
+from imageforge.contract.cameras import CAMERAS_VERSION, FrameCamera, MultiviewCameras
+from imageforge.contract.depth_metadata import DEPTH_METADATA_VERSION, DepthMetadata
 from imageforge.contract.parameters import field_docs
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "jobs.md").read_text(encoding="utf-8")
@@ -61,3 +66,19 @@ def test_docs_tabulate_no_result_the_job_does_not_declare():
         assert names <= {str(name) for name in spec.results}, f"{job_id}: {names - set(spec.results)}"
         tabulated += len(names)
     assert tabulated >= 8  # the tables were found
+
+
+@pytest.mark.parametrize(
+    ("job_id", "document", "version"),
+    [
+        (JobId.GENERATE_DEPTH_PLANE_GEOMETRY, DepthMetadata, DEPTH_METADATA_VERSION),
+        (JobId.GENERATE_MULTIVIEW_CAMERAS, MultiviewCameras, CAMERAS_VERSION),
+        (JobId.GENERATE_MULTIVIEW_CAMERAS, FrameCamera, CAMERAS_VERSION),
+    ],
+)
+def test_docs_give_every_metadata_field_and_the_layout_version(job_id, document, version):
+    text = section(job_id.value)
+    if document is not FrameCamera:
+        assert f"(`{document.__name__}`, `version` {version})" in text
+    for field in fields(document):
+        assert f"`{field.name}`" in text or f'"{field.name}"' in text, f"{document.__name__}.{field.name}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from PIL import Image as PILImage
 
 from imageforge.client.job_runner import run_job
 from imageforge.contract import JobId
+from imageforge.contract.depth_metadata import DepthMetadata
 from imageforge.contract.parameters import Selection
 from imageforge.contract.results import ResultName
 from imageforge.server.job_steps.hole_fill import clean_plate_weight
@@ -128,12 +128,12 @@ def test_geometry_is_cropped_with_its_camera(jobs, kit_models, photo, mode):
     np.testing.assert_allclose(channels["B"], ref["depth"][0][8:21, 10:30], rtol=1e-4)
     np.testing.assert_allclose(channels["R"], ref["metric_points"][0][8:21, 10:30, 0], rtol=1e-4, atol=1e-6)
     assert channels["A"][0, 0] == pytest.approx(0.5) and channels["A"][1, 1] == pytest.approx(1.0)
-    metadata = json.loads(outcome.file(ResultName.DEPTH_METADATA).read_text())
-    assert metadata["image_size"] == [20, 13] and metadata["analysed_size"] == [20, 13]
-    assert metadata["fx"] == pytest.approx(ref["intrinsics"][0, 0] * 64, rel=1e-4)
-    assert (metadata["cx"], metadata["cy"]) == pytest.approx((32.0 - 10, 24.0 - 8))
+    metadata = DepthMetadata.read(outcome.file(ResultName.DEPTH_METADATA))
+    assert metadata.image_size == (20, 13) and metadata.analysed_size == (20, 13)
+    assert metadata.fx == pytest.approx(ref["intrinsics"][0, 0] * 64, rel=1e-4)
+    assert (metadata.cx, metadata.cy) == pytest.approx((32.0 - 10, 24.0 - 8))
     # The crop's camera still projects its points onto its own pixels: u = fx·X/Z + cx.
-    u = metadata["fx"] * channels["R"] / channels["B"] + metadata["cx"]
+    u = metadata.fx * channels["R"] / channels["B"] + metadata.cx
     np.testing.assert_allclose(u, np.broadcast_to(np.arange(20) + 0.5, (13, 20)), atol=1e-3)
     normal = np.asarray(PILImage.open(outcome.file(ResultName.NORMAL)), dtype=np.float64)
     assert normal.shape == (13, 20, 3)
@@ -170,8 +170,8 @@ def test_fill_behind_writes_the_clean_plate_and_the_background_depth_continued_b
     assert channels["B"].shape == (48, 64)
     np.testing.assert_allclose(channels["B"], ref["depth"][0], rtol=2e-3)
     np.testing.assert_allclose(channels["R"], ref["metric_points"][0][..., 0], rtol=2e-3, atol=1e-3)
-    metadata = json.loads(outcome.file(ResultName.BACKGROUND_DEPTH_METADATA).read_text())
-    assert metadata["image_size"] == [64, 48] and (metadata["cx"], metadata["cy"]) == pytest.approx((32.0, 24.0))
+    metadata = DepthMetadata.read(outcome.file(ResultName.BACKGROUND_DEPTH_METADATA))
+    assert metadata.image_size == (64, 48) and (metadata.cx, metadata.cy) == pytest.approx((32.0, 24.0))
     # The normals behind are those of the continued surface: the kit plane's, computed from the filled points.
     normal = np.asarray(PILImage.open(outcome.file(ResultName.BACKGROUND_NORMAL)), dtype=np.float64)
     tilt = KNOWN["plane"][1]
@@ -211,6 +211,6 @@ def test_the_real_server_cuts_out_with_depth(real_server, photo, tmp_path):
     parameters = {"input": str(photo[0]), "selection": {"lasso": [[8, 6], [40, 6], [24, 40]]}, "generate_depth": True}
     result = run_job(runtime, JOB.value, {**parameters, "device": "cpu"})
     assert set(result.value) == {"cutout", "selection_alpha", "depth", "depth_metadata", "provenance"}
-    metadata = json.loads(result.file(ResultName.DEPTH_METADATA).read_text())
-    assert metadata["image_size"] == [32, 34] and metadata["cx"] == pytest.approx(32.0 - 8)
+    metadata = DepthMetadata.read(result.file(ResultName.DEPTH_METADATA))
+    assert metadata.image_size == (32, 34) and metadata.cx == pytest.approx(32.0 - 8)
     assert PILImage.open(result.file(ResultName.CUTOUT)).size == (32, 34)

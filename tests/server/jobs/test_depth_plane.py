@@ -17,6 +17,7 @@ from PIL import Image as PILImage
 
 from imageforge.client.job_runner import run_job
 from imageforge.contract import JOB_SPECS, JobId
+from imageforge.contract.depth_metadata import DepthMetadata
 from imageforge.contract.results import ResultName
 from imageforge.server.job_steps import geometry_outputs
 from imageforge.server.jobs import depth_plane
@@ -92,15 +93,17 @@ def test_writes_metric_points_metadata_and_normals_of_the_known_plane(jobs, moge
     opaque[:, : clear + 4] = False
     np.testing.assert_allclose(alpha[opaque], 1.0, atol=1e-5)
 
-    metadata = json.loads(outcome.file(ResultName.DEPTH_METADATA).read_text())
-    assert set(metadata) == {"image_size", "analysed_size", "fx", "fy", "cx", "cy", "reference_depth"}
-    assert metadata["image_size"] == [64, 48] and metadata["analysed_size"] == [width, height]
-    assert metadata["fx"] == pytest.approx(ref["intrinsics"][0, 0] * 64, rel=1e-4)
-    assert metadata["fy"] == pytest.approx(ref["intrinsics"][1, 1] * 48, rel=1e-4)
-    assert metadata["fx"] == pytest.approx(metadata["fy"], rel=1e-4)
-    assert (metadata["cx"], metadata["cy"]) == pytest.approx((32.0, 24.0))
+    written = json.loads(outcome.file(ResultName.DEPTH_METADATA).read_text())
+    assert set(written) == {"version", "image_size", "analysed_size", "fx", "fy", "cx", "cy", "reference_depth"}
+    metadata = DepthMetadata.from_json(written)
+    assert metadata.version == 1
+    assert metadata.image_size == (64, 48) and metadata.analysed_size == (width, height)
+    assert metadata.fx == pytest.approx(ref["intrinsics"][0, 0] * 64, rel=1e-4)
+    assert metadata.fy == pytest.approx(ref["intrinsics"][1, 1] * 48, rel=1e-4)
+    assert metadata.fx == pytest.approx(metadata.fy, rel=1e-4)
+    assert (metadata.cx, metadata.cy) == pytest.approx((32.0, 24.0))
     kept = valid & (alpha > 0.5)
-    assert metadata["reference_depth"] == pytest.approx(float(np.median(ref["depth"][0][kept])), rel=1e-4)
+    assert metadata.reference_depth == pytest.approx(float(np.median(ref["depth"][0][kept])), rel=1e-4)
 
     normal = np.asarray(PILImage.open(outcome.file(ResultName.NORMAL)))
     assert normal.shape == (48, 64, 3) and normal.dtype == np.uint8
@@ -150,9 +153,9 @@ def test_the_real_server_downloads_the_model_and_writes_the_depth_plane(real_ser
     model = build_moge2(tmp_path / "kit-moge2.onnx", **KNOWN).read_bytes()
     runtime = real_server([(catalog_entry("KIT_MOGE2", "geometry", "moge2"), model)])
     result = run_job(runtime, JOB.value, {"input": str(photo), "device": "cpu", "resolution_level": 0})
-    metadata = json.loads(result.file(ResultName.DEPTH_METADATA).read_text())
+    metadata = DepthMetadata.read(result.file(ResultName.DEPTH_METADATA))
     ref = moge2_reference(1, 48, 64, **KNOWN)
-    assert metadata["fx"] == pytest.approx(ref["intrinsics"][0, 0] * 64, rel=1e-4)
+    assert metadata.fx == pytest.approx(ref["intrinsics"][0, 0] * 64, rel=1e-4)
     channels, _ = read_exr(result.file(ResultName.DEPTH))
     valid = ref["mask"][0] > 0.5
     np.testing.assert_allclose(channels["B"][valid], ref["depth"][0][valid], rtol=1e-4)

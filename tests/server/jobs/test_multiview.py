@@ -7,7 +7,6 @@ origin: only a correct alignment through the shared frames turns six windows bac
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ import pytest
 
 from imageforge.client.job_runner import run_job
 from imageforge.contract import JobId
+from imageforge.contract.cameras import MultiviewCameras
 from imageforge.contract.results import ResultName
 from imageforge.server.models.da3 import IMAGENET_MEAN, IMAGENET_STD
 from tests.kit.onnx_models import build_da3
@@ -83,13 +83,13 @@ def test_one_run_gives_the_known_cameras_in_source_pixels(jobs, da3_catalog, seq
     folder, palette = sequence
     outcome = jobs.run(JOB, {"input": str(folder), "device": "cpu"})
     assert outcome.state == "succeeded", outcome.error
-    cameras = json.loads(outcome.file(ResultName.CAMERAS).read_text())
-    assert cameras["image_size"] == [64, 48] and cameras["windows"] == [[0, 7]]
-    assert "world-to-camera" in cameras["convention"] and "OpenCV" in cameras["convention"]
-    assert [frame["frame"] for frame in cameras["frames"]] == list(range(1, 9))
-    np.testing.assert_allclose([frame["extrinsics"] for frame in cameras["frames"]], straight_path(8), atol=1e-6)
-    for frame in cameras["frames"]:  # 56 px focal in the 56 px square = 64 px in the 64 × 48 frame, centred
-        assert frame["intrinsics"] == pytest.approx({"fx": 64.0, "fy": 64.0, "cx": 32.0, "cy": 24.0})
+    cameras = MultiviewCameras.read(outcome.file(ResultName.CAMERAS))
+    assert cameras.image_size == (64, 48) and cameras.windows == ((0, 7),) and cameras.version == 1
+    assert "world-to-camera" in cameras.convention and "OpenCV" in cameras.convention
+    assert [frame.frame for frame in cameras.frames] == list(range(1, 9))
+    np.testing.assert_allclose([frame.extrinsics for frame in cameras.frames], straight_path(8), atol=1e-6)
+    for frame in cameras.frames:  # 56 px focal in the 56 px square = 64 px in the 64 × 48 frame, centred
+        assert (frame.fx, frame.fy, frame.cx, frame.cy) == pytest.approx((64.0, 64.0, 32.0, 24.0))
     check_depth(outcome, palette, list(range(1, 9)))
     assert "Aligning windows" not in outcome.messages
     assert not [path for path in outcome.directory.iterdir() if path.name.startswith(".")]  # scratch removed
@@ -100,10 +100,10 @@ def test_windows_are_aligned_into_one_camera_path(jobs, da3_catalog, sequence):
     folder, palette = sequence
     outcome = jobs.run(JOB, {"input": str(folder), "windowed": True, "memory_budget_gib": 0.1, "device": "cpu"})
     assert outcome.state == "succeeded", outcome.error
-    cameras = json.loads(outcome.file(ResultName.CAMERAS).read_text())
-    assert cameras["windows"] == [[0, 3], [2, 5], [4, 7]]
+    cameras = MultiviewCameras.read(outcome.file(ResultName.CAMERAS))
+    assert cameras.windows == ((0, 3), (2, 5), (4, 7))
     np.testing.assert_allclose(
-        [frame["extrinsics"] for frame in cameras["frames"]], straight_path(8), atol=1e-6
+        [frame.extrinsics for frame in cameras.frames], straight_path(8), atol=1e-6
     )  # float32 outputs
     check_depth(outcome, palette, list(range(1, 9)))
     assert outcome.messages.count("Aligning windows") == 2
@@ -114,8 +114,8 @@ def test_frame_step_and_max_frames_choose_the_frames(jobs, da3_catalog, sequence
     folder, palette = sequence
     outcome = jobs.run(JOB, {"input": str(folder), "frame_step": 3, "max_frames": 2})
     assert outcome.state == "succeeded", outcome.error
-    cameras = json.loads(outcome.file(ResultName.CAMERAS).read_text())
-    assert [frame["frame"] for frame in cameras["frames"]] == [1, 4]
+    cameras = MultiviewCameras.read(outcome.file(ResultName.CAMERAS))
+    assert [frame.frame for frame in cameras.frames] == [1, 4]
     check_depth(outcome, palette, [1, 4])
 
 
@@ -159,10 +159,10 @@ def test_the_real_server_downloads_the_model_and_aligns_windows(real_server, seq
     runtime = real_server([(catalog_entry("KIT_DA3", "multiview", "da3", attention_heads=5000), model)])
     parameters = {"input": str(sequence[0]), "windowed": True, "memory_budget_gib": 0.1, "device": "cpu"}
     result = run_job(runtime, JOB.value, parameters)
-    cameras = json.loads(result.file(ResultName.CAMERAS).read_text())
-    assert len(cameras["windows"]) == 3
+    cameras = MultiviewCameras.read(result.file(ResultName.CAMERAS))
+    assert len(cameras.windows) == 3
     np.testing.assert_allclose(
-        [frame["extrinsics"] for frame in cameras["frames"]], straight_path(8), atol=1e-6
+        [frame.extrinsics for frame in cameras.frames], straight_path(8), atol=1e-6
     )  # float32 outputs
     with np.load(result.file(ResultName.DEPTH)) as archive:
         assert archive["depth"].shape == (8, 48, 64)

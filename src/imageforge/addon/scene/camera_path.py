@@ -1,4 +1,4 @@
-"""A generate-multiview-cameras result (cameras.json, docs/jobs.md) as Blender camera transforms and one lens.
+"""A generate-multiview-cameras result (cameras.json, contract/cameras.py) as Blender camera transforms and one lens.
 
 cameras.json gives, per analysed frame, world-to-camera extrinsics [R | t] with OpenCV camera axes (x right,
 y down, z forward), the world being the first frame's camera, and pixel intrinsics at the source size.
@@ -18,19 +18,15 @@ No bpy here: the operator turns the matrices into keyframes (scene/animation.py)
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from ...contract import InputError
+from ...contract.cameras import MultiviewCameras
 from .intrinsics import PixelIntrinsics
 
 OPENCV_TO_BLENDER = np.diag([1.0, -1.0, -1.0, 1.0])  # F: its own inverse
-ORTHONORMAL_TOLERANCE = 1e-3
 
 
 @dataclass(frozen=True)
@@ -60,62 +56,15 @@ class CameraPath:
         return float(np.linalg.norm(centres, axis=1).max())
 
 
-def parse_camera_path(raw: Any) -> CameraPath:
-    """Validate the documented layout; every problem is one sentence naming what is wrong."""
-    if not isinstance(raw, dict):
-        raise _invalid("it is not a JSON object")
-    size = raw.get("image_size")
-    if not (isinstance(size, list) and len(size) == 2 and all(_positive_int(value) for value in size)):
-        raise _invalid("image_size must be [width, height] in pixels")
-    frames = raw.get("frames")
-    if not isinstance(frames, list) or not frames:
-        raise _invalid("it has no frames")
-    numbers, extrinsics, intrinsics = [], [], []
-    for position, frame in enumerate(frames):
-        if not isinstance(frame, dict) or not isinstance(frame.get("frame"), int) or isinstance(frame["frame"], bool):
-            raise _invalid(f"frame {position + 1} has no frame number")
-        numbers.append(frame["frame"])
-        extrinsics.append(_extrinsics(frame.get("extrinsics"), frame["frame"]))
-        intrinsics.append(_intrinsics(frame.get("intrinsics"), frame["frame"]))
-    if any(later <= earlier for earlier, later in zip(numbers, numbers[1:], strict=False)):
-        raise _invalid("its frame numbers do not increase")
-    return CameraPath((int(size[0]), int(size[1])), tuple(numbers), np.stack(extrinsics), np.stack(intrinsics))
+def camera_path(cameras: MultiviewCameras) -> CameraPath:
+    """The checked document (contract/cameras.py: shapes, rotations, increasing frames) as arrays."""
+    return CameraPath(
+        cameras.image_size,
+        tuple(frame.frame for frame in cameras.frames),
+        np.array([frame.extrinsics for frame in cameras.frames], np.float64),
+        np.array([(frame.fx, frame.fy, frame.cx, frame.cy) for frame in cameras.frames], np.float64),
+    )
 
 
 def read_camera_path(path: Path) -> CameraPath:
-    try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise InputError(f"Cannot read the camera path {Path(path).name}: {error}") from error
-    return parse_camera_path(raw)
-
-
-def _extrinsics(raw: Any, number: int) -> np.ndarray:
-    try:
-        matrix = np.asarray(raw, dtype=np.float64)
-    except (TypeError, ValueError):
-        matrix = np.zeros(0)
-    if matrix.shape != (3, 4) or not np.isfinite(matrix).all():
-        raise _invalid(f"frame {number}'s extrinsics are not a finite 3×4 matrix")
-    rotation = matrix[:, :3]
-    if not np.allclose(rotation @ rotation.T, np.eye(3), atol=ORTHONORMAL_TOLERANCE) or np.linalg.det(rotation) < 0:
-        raise _invalid(f"frame {number}'s extrinsics do not hold a rotation")
-    return matrix
-
-
-def _intrinsics(raw: Any, number: int) -> np.ndarray:
-    try:
-        values = [float(raw[name]) for name in ("fx", "fy", "cx", "cy")]
-    except (KeyError, TypeError, ValueError) as error:
-        raise _invalid(f"frame {number} lacks the intrinsics fx, fy, cx, cy") from error
-    if not all(math.isfinite(value) for value in values) or min(values[:2]) <= 0:
-        raise _invalid(f"frame {number} has an invalid focal length or centre")
-    return np.asarray(values)
-
-
-def _positive_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-def _invalid(what: str) -> InputError:
-    return InputError(f"The camera path result is not valid: {what}.")
+    return camera_path(MultiviewCameras.read(path))

@@ -8,13 +8,10 @@ focal length for square pixels; the fitted axis's focal is used (MoGe-2's intrin
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from ...contract import InputError
+from ...contract.depth_metadata import DepthMetadata
 
 SENSOR_SIZE_MM = 36.0
 
@@ -28,6 +25,11 @@ class PixelIntrinsics:
     cx: float
     cy: float
     reference_depth: float | None = None
+
+    @classmethod
+    def of(cls, metadata: DepthMetadata) -> PixelIntrinsics:
+        width, height = metadata.image_size
+        return cls(width, height, metadata.fx, metadata.fy, metadata.cx, metadata.cy, metadata.reference_depth)
 
     def scaled(self, width: int, height: int) -> PixelIntrinsics:
         """The same camera for an image of another resolution (the photo rather than the analysed size)."""
@@ -48,42 +50,9 @@ class CameraFit:
     resolution: tuple[int, int]
 
 
-METADATA_LAYOUT = "image_size [w, h], fx, fy, cx, cy and reference_depth"
-
-
-def parse_metadata(raw: Any) -> PixelIntrinsics:
-    """The `depth_metadata` JSON exactly as the server writes it (docs/jobs.md, generate-depth-plane-geometry):
-    `image_size` [w, h] of the source, pixel intrinsics `fx`, `fy`, `cx`, `cy` at that size, `reference_depth`
-    in metres (`analysed_size` is not needed here). Anything else is refused with InputError.
-    """
-    if not isinstance(raw, dict):
-        raise InputError("The depth metadata is not a JSON object.")
-    size = raw.get("image_size")
-    values = [raw.get(name) for name in ("fx", "fy", "cx", "cy")]
-    reference = raw.get("reference_depth")
-    if not (isinstance(size, list) and len(size) == 2 and all(_is_int(value) for value in size)) or not all(
-        _is_number(value) for value in [*values, reference]
-    ):
-        raise InputError(f"The depth metadata does not hold {METADATA_LAYOUT} as the server writes them.")
-    width, height = size
-    if width <= 0 or height <= 0 or min(values[0], values[1], reference) <= 0:
-        raise InputError("The depth metadata holds an invalid image size, focal length or reference depth.")
-    return PixelIntrinsics(width, height, *(float(value) for value in values), reference_depth=float(reference))
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def read_metadata(path: Path) -> PixelIntrinsics:
-    try:
-        return parse_metadata(json.loads(Path(path).read_text(encoding="utf-8")))
-    except (OSError, ValueError) as error:
-        raise InputError(f"Cannot read the depth metadata {Path(path).name}: {error}") from error
+    """The camera of a depth result (its `depth_metadata`, contract/depth_metadata.py), at the size it covers."""
+    return PixelIntrinsics.of(DepthMetadata.read(path))
 
 
 def camera_fit(intrinsics: PixelIntrinsics) -> CameraFit:

@@ -1,6 +1,6 @@
 """Writing MoGe-2's geometry as the files Blender lands: `depth` (EXR of camera-space points, alpha = coverage ×
-validity), `depth_metadata` (JSON: sizes, pixel intrinsics, reference depth) and `normal` (PNG), for a region
-of the source (docs/jobs.md has the formats).
+validity), `depth_metadata` (contract/depth_metadata.py: sizes, pixel intrinsics, reference depth) and `normal`
+(PNG), for a region of the source (docs/jobs.md has the formats).
 
 The depth-plane job writes the whole image; the cutout job passes a region (its matte's bounds) and a
 coverage (alpha × matte), and every result is then cropped to that region, intrinsics included. The normal map
@@ -12,11 +12,11 @@ later writer takes the earlier files with it.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
 
 import numpy as np
 
 from ...contract import InputError
+from ...contract.depth_metadata import DepthMetadata
 from ...contract.jobs import NormalMode
 from ...contract.results import SUBJECT_GEOMETRY, GeometryResults
 from ..geometry.frame import GeometryFrame
@@ -66,7 +66,9 @@ def write_geometry(
         outputs.write(names.depth, f"{names.depth}.exr", lambda path: write_exr(path, channels))
         progress.stage(0.88, "Writing depth metadata")
         metadata = depth_metadata(frame, source_size, region, area, kept)
-        outputs.write(names.depth_metadata, f"{names.depth_metadata}.json", lambda path: write_json(path, metadata))
+        outputs.write(
+            names.depth_metadata, f"{names.depth_metadata}.json", lambda path: write_json(path, metadata.to_json())
+        )
     if normals is not NormalMode.NONE:
         progress.stage(0.9, "Writing normal map")
 
@@ -80,8 +82,8 @@ def write_geometry(
 
 def depth_metadata(
     frame: GeometryFrame, source_size: tuple[int, int], region: Region, area: Region, kept: np.ndarray
-) -> dict[str, Any]:
-    """The JSON of docs/jobs.md for `region`: intrinsics in source pixels, shifted to the region's origin."""
+) -> DepthMetadata:
+    """The camera of `region`: intrinsics in source pixels, shifted to the region's origin."""
     pixels = frame.intrinsics.in_pixels(*source_size)
     depth = frame.depth[area.slices]
     valid = frame.valid[area.slices]
@@ -92,15 +94,15 @@ def depth_metadata(
             break
     else:
         raise InputError("The geometry model found no usable depth in this image; try a clearer photo.")
-    return {
-        "image_size": list(region.size),
-        "analysed_size": list(area.size),
-        "fx": pixels["fx"],
-        "fy": pixels["fy"],
-        "cx": pixels["cx"] - region.x0,
-        "cy": pixels["cy"] - region.y0,
-        "reference_depth": reference,
-    }
+    return DepthMetadata(
+        image_size=region.size,
+        analysed_size=area.size,
+        fx=pixels["fx"],
+        fy=pixels["fy"],
+        cx=pixels["cx"] - region.x0,
+        cy=pixels["cy"] - region.y0,
+        reference_depth=reference,
+    )
 
 
 def normal_map(

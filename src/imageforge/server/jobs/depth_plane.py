@@ -4,8 +4,9 @@ The source is composited on black and analysed once (long edge ≤ `max_input_si
 - `depth`: float32 EXR at the analysed resolution, ZIP-compressed: R, G, B = camera-space X, Y, Z in metres
   (OpenCV axes: x right, y down, z forward), A = source alpha × validity. Points rather than bare depth, so
   the add-on needs no intrinsics to build the mesh and invalid pixels carry A = 0 instead of a magic value.
-- `depth_metadata`: JSON with `image_size` and `analysed_size` [w, h], pixel intrinsics `fx`, `fy`, `cx`,
-  `cy` at the source size, and `reference_depth` (median of the kept pixels, metres) for placing the plane.
+- `depth_metadata`: contract/depth_metadata.py's `DepthMetadata` (versioned JSON): `image_size` and
+  `analysed_size` [w, h], pixel intrinsics `fx`, `fy`, `cx`, `cy` at the source size, and `reference_depth`
+  (median of the kept pixels, metres) for placing the plane.
 - `normal`: RGB PNG at the source size, (n + 1) / 2 of camera-space normals (OpenCV axes, as the add-on
   expects), masked pixels flat (0.5, 0.5, 1). Sampled and written band by band (media/png_stream.py): at
   16384² the whole map as floats would be 3 GiB, and its bilinear sampling several times that.

@@ -11,9 +11,9 @@ k+1's cameras and its depth is scaled by the same factor, so the whole sequence 
 window's world: one consistent path.
 
 Results (docs/jobs.md):
-- `cameras` (cameras.json): per frame, world-to-camera 3×4 extrinsics [R | t] with OpenCV camera axes (x right,
-  y down, z forward), the world being the first frame's camera, and pixel intrinsics fx, fy, cx, cy at the
-  source size; translations and depth share the model's units.
+- `cameras` (cameras.json, contract/cameras.py's versioned `MultiviewCameras`): per frame, world-to-camera 3×4
+  extrinsics [R | t] with OpenCV camera axes (x right, y down, z forward), the world being the first frame's
+  camera, and pixel intrinsics fx, fy, cx, cy at the source size; translations and depth share the model's units.
 - `depth` (depth.npz): float32 `depth` and `confidence` [frames, height, width] at the source size, and the
   source frame numbers `frames`. They are streamed through memory-mapped .npy files into the archive, so a
   long 4K sequence never needs all its depth maps in memory at once.
@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ...contract import InputError, ModelUnavailableError, ResourceExhaustedError
+from ...contract.cameras import FrameCamera, MultiviewCameras
 from ...contract.catalog import Family
 from ...contract.jobs import MultiviewParams
 from ...contract.results import ResultName
@@ -88,7 +89,7 @@ def run_generate_multiview_cameras(context: Any, params: MultiviewParams) -> dic
         np.save(members["frames"], np.asarray(views.numbers, np.int64))
         progress.stage(0.9, "Writing result")
         document = cameras_document(adapter, views, windows, extrinsics, intrinsics)
-        outputs.write(ResultName.CAMERAS, "cameras.json", lambda path: write_json(path, document))
+        outputs.write(ResultName.CAMERAS, "cameras.json", lambda path: write_json(path, document.to_json()))
         progress.stage(0.92, "Writing depth")
         outputs.write(ResultName.DEPTH, "depth.npz", lambda path: stream_npz(path, members))
     log_model_time(context, progress, adapter)
@@ -228,18 +229,25 @@ def cameras_document(
     windows: list[range],
     extrinsics: np.ndarray,
     intrinsics: list[dict[str, float]],
-) -> dict[str, Any]:
-    return {
-        "convention": CONVENTION,
-        "model": adapter.entry.key,
-        "image_size": list(views.source_size),
-        "model_size": adapter.size,
-        "windows": [[window.start, window.stop - 1] for window in windows],
-        "frames": [
-            {"frame": number, "extrinsics": np.round(pose, 9).tolist(), "intrinsics": camera}
+) -> MultiviewCameras:
+    return MultiviewCameras(
+        convention=CONVENTION,
+        model=adapter.entry.key,
+        image_size=views.source_size,
+        model_size=adapter.size,
+        windows=tuple((window.start, window.stop - 1) for window in windows),
+        frames=tuple(
+            FrameCamera(
+                frame=number,
+                extrinsics=tuple(tuple(row) for row in np.round(pose, 9).tolist()),
+                fx=camera["fx"],
+                fy=camera["fy"],
+                cx=camera["cx"],
+                cy=camera["cy"],
+            )
             for number, pose, camera in zip(views.numbers, extrinsics, intrinsics, strict=True)
-        ],
-    }
+        ),
+    )
 
 
 def stream_npz(path: Path, members: dict[str, Path]) -> Path:
