@@ -227,10 +227,11 @@ def test_refine_selection_lands_the_soft_edge_the_server_grew_into(job_server, t
 
 
 def test_refined_region_is_the_selection_plus_the_matte_inside_the_servers_crop():
-    from imageforge.addon.scene.selection import refined_region, selection_crop, selection_grow
+    from imageforge.addon.scene.selection import refined_region, selection_bounds, selection_crop
+    from imageforge.contract.selection_geometry import grow_pixels
 
     lasso = {"lasso": [[10, 10], [110, 10], [60, 70]]}
-    assert selection_grow(lasso) == 5 and selection_grow({"box": [0, 0, 10, 10]}) == 2  # the server's rule
+    assert grow_pixels(selection_bounds(lasso)) == 5 and grow_pixels((0, 0, 10, 10)) == 2  # the server's rule
     assert selection_crop(lasso, 32, 200, 100) == (0, 0, 147, 100)
     assert selection_crop({"box": [50.5, 40, 60, 50]}, 0, 200, 100) == (48, 38, 62, 52)
     matte = np.zeros((100, 200), dtype=np.float32)

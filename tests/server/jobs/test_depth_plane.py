@@ -16,11 +16,10 @@ import pytest
 from PIL import Image as PILImage
 
 from imageforge.client.job_runner import run_job
-from imageforge.contract import JOB_SPECS, JobId
+from imageforge.contract import JobId
 from imageforge.contract.depth_metadata import DepthMetadata
 from imageforge.contract.results import ResultName
 from imageforge.server.job_steps import geometry_outputs
-from imageforge.server.jobs import depth_plane
 from tests.kit.onnx_models import build_moge2, moge2_reference
 
 from .geometry_kit import (  # noqa: F401  (fixtures)
@@ -125,19 +124,18 @@ def test_cancelling_at_any_stage_leaves_no_output(jobs, moge_catalog, photo, sta
     assert json.loads((outcome.directory / "job-state.json").read_text())["state"] == "cancelled"
 
 
-def test_a_failing_writer_deletes_what_the_earlier_ones_wrote(jobs, moge_catalog, photo, monkeypatch, storage_root):
+def test_a_failing_writer_leaves_no_output(jobs, moge_catalog, photo, monkeypatch):
+    """The depth and its metadata are written before the normal map fails: the handler removes them."""
+
     def broken_png(path, **_):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(geometry_outputs, "write_png_bands", broken_png)
-    directory = storage_root / "jobs" / "direct"
-    directory.mkdir(parents=True)
-    context = RecordingContext("direct", JOB.value, {}, jobs.server.resources, storage_root, directory)
-    params = JOB_SPECS[JOB].parse({"input": str(photo), "device": "cpu"})
-    with pytest.raises(OSError, match="No space left"):
-        depth_plane.run_generate_depth_plane_geometry(context, params)
-    assert "Writing normal map" in context.messages  # the depth and its metadata were written before
-    assert {path.name for path in directory.iterdir()} <= {"job.log"}
+    outcome = jobs.run(JOB, {"input": str(photo), "device": "cpu"})
+    assert outcome.state == "failed"
+    assert "Writing normal map" in outcome.messages  # after "Writing depth" and "Writing depth metadata"
+    assert outcome.outputs() == set()
+    assert json.loads((outcome.directory / "job-state.json").read_text())["state"] == "failed"
 
 
 def test_input_problems_fail_before_any_model_is_needed(jobs, tmp_path):

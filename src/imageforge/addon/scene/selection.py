@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...contract.selection_geometry import analysed_crop, even_odd_area, grow_pixels
+from ...contract.selection_geometry import analysed_crop, even_odd_area
 
 Point = tuple[float, float]
 
@@ -20,10 +20,6 @@ Point = tuple[float, float]
 def view_to_pixel(u: float, v: float, width: int, height: int) -> Point:
     """Image Editor view / UV coordinates (0..1, v up) to pixel coordinates (y down)."""
     return (u * width, (1.0 - v) * height)
-
-
-def pixel_to_view(x: float, y: float, width: int, height: int) -> Point:
-    return (x / width, 1.0 - y / height)
 
 
 def empty_uv(local: Sequence[float], size: float, offset: Sequence[float], width: int, height: int) -> Point | None:
@@ -131,11 +127,6 @@ def selection_mask(selection: dict, width: int, height: int) -> np.ndarray:
 # the grown band (the server's dilation near a dense outline is not worth repeating here): the result lands
 # inside the selection and, within the server's crop, wherever the matte is non-zero. A zero outside the
 # selection may mean "outside the band" as well as "background", so there the image is kept.
-
-
-def selection_grow(selection: dict) -> int:
-    """Pixels the server grows `selection` (drawn inside the image) by (contract/selection_geometry.py)."""
-    return grow_pixels(selection_bounds(selection))
 
 
 def selection_crop(selection: dict, padding: int, width: int, height: int) -> tuple[int, int, int, int]:

@@ -1,7 +1,7 @@
 """The steps jobs are made of, one concern per module; server/jobs/ composes them and never imports itself.
 
 progress.py (the bar: stages, cancellation) · model_loading.py (load a job's model, log what ran where) ·
-output_set.py (result files written all-or-nothing) · region.py (a box of whole pixels) ·
+region.py (a box of whole pixels) ·
 selection_mask.py (a box or lasso as pixels: crop, confining mask, anti-aliased coverage) · matte.py (BEN2's
 matte at the analysis size, inside a selection, joined with colour) · geometry_analysis.py (one MoGe-2 run on a
 still) · geometry_outputs.py (depth, metadata and normal files for a region) · hole_fill.py (LaMa on the crop

@@ -19,7 +19,6 @@ from ...contract.results import ResultName
 from ..media import Image, open_input, write_json, write_npz
 from ..models import Adapter
 from .model_loading import log_model_time, prepare_adapter
-from .output_set import OutputSet
 from .progress import JobProgress
 
 A = TypeVar("A", bound=Adapter)
@@ -87,12 +86,12 @@ def write_debug_outputs(
         "runs": adapter.runs,
         **extra,
     }
-    with OutputSet(Path(context.directory)) as outputs:
-        outputs.write(ResultName.RAW, "raw.npz", lambda path: write_npz(path, arrays))
-        progress.stage(0.98, "Writing summary")
-        outputs.write(ResultName.SUMMARY, "summary.json", lambda path: write_json(path, summary))
+    directory = Path(context.directory)
+    write_npz(directory / "raw.npz", arrays)
+    progress.stage(0.98, "Writing summary")
+    write_json(directory / "summary.json", summary)
     log_model_time(context, progress, adapter)
-    return outputs.result
+    return {ResultName.RAW: "raw.npz", ResultName.SUMMARY: "summary.json"}
 
 
 def describe(array: np.ndarray) -> dict[str, Any]:

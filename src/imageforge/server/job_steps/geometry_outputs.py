@@ -5,24 +5,23 @@ validity), `depth_metadata` (contract/depth_metadata.py: sizes, pixel intrinsics
 The depth-plane job writes the whole image; the cutout job passes a region (its matte's bounds) and a
 coverage (alpha × matte), and every result is then cropped to that region, intrinsics included. The normal map
 is sampled and written band by band (media/png_stream.py): at 16384² the whole map as floats would be 3 GiB,
-and its bilinear sampling several times that. Each file goes through the job's `OutputSet`, so a failing
-later writer takes the earlier files with it.
+and its bilinear sampling several times that. A failing later writer leaves earlier files behind only until
+the handler clears the job's outputs (server/handler.py), so a partial set is never a result.
 """
 
 from __future__ import annotations
 
-from functools import partial
+from pathlib import Path
 
 import numpy as np
 
 from ...contract import InputError
 from ...contract.depth_metadata import DepthMetadata
 from ...contract.jobs import NormalMode
-from ...contract.results import SUBJECT_GEOMETRY, GeometryResults
+from ...contract.results import SUBJECT_GEOMETRY, GeometryResults, ResultName
 from ..geometry.frame import GeometryFrame
 from ..media import Image, resize, sample_bilinear, write_exr, write_json
 from ..media.png_stream import write_png_bands
-from .output_set import OutputSet
 from .progress import JobProgress
 from .region import Region
 
@@ -39,7 +38,7 @@ def alpha_of(image: Image) -> np.ndarray | None:
 
 def write_geometry(
     progress: JobProgress,
-    outputs: OutputSet,
+    directory: Path,
     frame: GeometryFrame,
     *,
     source_size: tuple[int, int],
@@ -48,8 +47,9 @@ def write_geometry(
     depth: bool,
     normals: NormalMode,
     names: GeometryResults = SUBJECT_GEOMETRY,
-) -> None:
-    """Write `depth` + `depth_metadata` and/or `normal` for `region` of the source; `coverage` is (H, W) or None.
+) -> dict[ResultName, str]:
+    """Write `depth` + `depth_metadata` and/or `normal` for `region` of the source into `directory`; `coverage`
+    is (H, W) or None. Returns the results written (name → file name).
 
     `names` are the results written, each file named after its result (the cutout's BACKGROUND_GEOMETRY)."""
     analysed_size = frame.size
@@ -58,17 +58,18 @@ def write_geometry(
     if coverage is not None:
         scaled = coverage if analysed_size == source_size else np.clip(resize(coverage, analysed_size), 0.0, 1.0)
         weight *= scaled
+    written: dict[ResultName, str] = {}
     if depth:
         rows, columns = area.slices
         points, kept = frame.points[rows, columns], weight[rows, columns]
         progress.stage(0.84, "Writing depth")
         channels = {"R": points[..., 0], "G": points[..., 1], "B": points[..., 2], "A": kept}
-        outputs.write(names.depth, f"{names.depth}.exr", lambda path: write_exr(path, channels))
+        written[names.depth] = f"{names.depth}.exr"
+        write_exr(directory / written[names.depth], channels)
         progress.stage(0.88, "Writing depth metadata")
         metadata = depth_metadata(frame, source_size, region, area, kept)
-        outputs.write(
-            names.depth_metadata, f"{names.depth_metadata}.json", lambda path: write_json(path, metadata.to_json())
-        )
+        written[names.depth_metadata] = f"{names.depth_metadata}.json"
+        write_json(directory / written[names.depth_metadata], metadata.to_json())
     if normals is not NormalMode.NONE:
         progress.stage(0.9, "Writing normal map")
 
@@ -76,8 +77,9 @@ def write_geometry(
             band = Region(region.x0, region.y0 + top, region.x1, region.y0 + bottom)
             return normal_map(frame, source_size, band, coverage, normals)
 
-        write = partial(write_png_bands, size=region.size, rows=normal_rows, channels=3)
-        outputs.write(names.normal, f"{names.normal}.png", write)
+        written[names.normal] = f"{names.normal}.png"
+        write_png_bands(directory / written[names.normal], size=region.size, rows=normal_rows, channels=3)
+    return written
 
 
 def depth_metadata(

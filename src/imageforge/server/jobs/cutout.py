@@ -21,7 +21,6 @@ edge is anti-aliased instead of stair-stepped; a box gets its exact pixel covera
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,6 @@ from ..job_steps.geometry_outputs import alpha_of, write_geometry
 from ..job_steps.hole_fill import ANALYSED_HOLE, clean_plate_weight, inpaint_pixels
 from ..job_steps.matte import refine_alpha, with_alpha
 from ..job_steps.model_loading import log_model_time, prepare_adapter
-from ..job_steps.output_set import OutputSet
 from ..job_steps.progress import JobProgress
 from ..job_steps.region import Region
 from ..job_steps.selection_mask import check_overlap, selection_coverage
@@ -108,47 +106,44 @@ def run_generate_cutout_artifacts(context: Any, params: CutoutParams) -> dict[Re
         band = slice(region.y0 + top, region.y0 + bottom)
         return with_alpha(pixels[band, columns], coverage[band, columns])
 
-    with OutputSet(Path(context.directory)) as outputs:
-        progress.stage(0.8, "Writing cutout")
-        outputs.write(
-            ResultName.CUTOUT,
-            "cutout.png",
-            partial(write_png_bands, size=region.size, rows=cutout_rows, channels=4, bits=bits),
+    directory = Path(context.directory)
+    progress.stage(0.8, "Writing cutout")
+    write_png_bands(directory / "cutout.png", size=region.size, rows=cutout_rows, channels=4, bits=bits)
+    files = {ResultName.CUTOUT: "cutout.png"}
+    progress.stage(0.82, "Writing selection alpha")
+    write_png(directory / "selection_alpha.png", matte[rows, columns], bits=16)
+    files[ResultName.SELECTION_ALPHA] = "selection_alpha.png"
+    if result is not None:
+        files |= write_geometry(
+            progress,
+            directory,
+            result.frame,
+            source_size=size,
+            coverage=coverage,
+            region=region,
+            depth=params.generate_depth,
+            normals=params.normal_mode,
         )
-        progress.stage(0.82, "Writing selection alpha")
-        cropped = matte[rows, columns]
-        outputs.write(ResultName.SELECTION_ALPHA, "selection_alpha.png", partial(write_png, pixels=cropped, bits=16))
-        if result is not None:
-            write_geometry(
-                progress,
-                outputs,
-                result.frame,
-                source_size=size,
-                coverage=coverage,
-                region=region,
-                depth=params.generate_depth,
-                normals=params.normal_mode,
-            )
-        if plate is not None:
-            progress.stage(0.92, "Writing clean plate")
-            outputs.write(ResultName.BACKGROUND, "background.png", partial(write_png, pixels=plate, bits=bits))
-        if behind is not None:
-            whole = Region.whole(size)
-            write_geometry(
-                progress,
-                outputs,
-                behind,
-                source_size=size,
-                coverage=alpha_of(image),
-                region=whole,
-                depth=True,
-                normals=NormalMode.OBJECT,
-                names=BACKGROUND_GEOMETRY,
-            )
+    if plate is not None:
+        progress.stage(0.92, "Writing clean plate")
+        write_png(directory / "background.png", plate, bits=bits)
+        files[ResultName.BACKGROUND] = "background.png"
+    if behind is not None:
+        files |= write_geometry(
+            progress,
+            directory,
+            behind,
+            source_size=size,
+            coverage=alpha_of(image),
+            region=Region.whole(size),
+            depth=True,
+            normals=NormalMode.OBJECT,
+            names=BACKGROUND_GEOMETRY,
+        )
     for adapter in (refiner, geometry, inpainter):
         if adapter is not None:
             log_model_time(context, progress, adapter)
-    return outputs.result
+    return files
 
 
 def depth_behind(frame: GeometryFrame, weight: np.ndarray) -> GeometryFrame:

@@ -15,8 +15,8 @@ The analysis (job_steps/geometry_analysis.py) and the writers (job_steps/geometr
 cutout job's too, which crops every result to its matte's bounds.
 
 Cancellation is checked between the model run and each writer. A writer writes under a temporary name
-(media/atomic.py), and `OutputSet` deletes what earlier writers finished if a later one fails or the job is
-cancelled, so a job never leaves a depth file without its metadata.
+(media/atomic.py), and the handler deletes what earlier writers finished if a later one fails or the job is
+cancelled (server/handler.py), so a job never leaves a depth file without its metadata.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from ...contract.results import ResultName
 from ..job_steps.geometry_analysis import analyse, geometry_rgb
 from ..job_steps.geometry_outputs import alpha_of, write_geometry
 from ..job_steps.model_loading import log_model_time, prepare_adapter
-from ..job_steps.output_set import OutputSet
 from ..job_steps.progress import JobProgress
 from ..job_steps.region import Region
 from ..media import open_input
@@ -48,16 +47,15 @@ def run_generate_depth_plane_geometry(context: Any, params: DepthPlaneParams) ->
     result = analyse(progress, adapter, rgb, params.max_input_size, params.resolution_level)
     size, coverage = image.size, alpha_of(image)
     del image, rgb  # the colour is analysed: only the alpha is needed at the source size (saves 3–4 GiB at 16384²)
-    with OutputSet(Path(context.directory)) as outputs:
-        write_geometry(
-            progress,
-            outputs,
-            result.frame,
-            source_size=size,
-            coverage=coverage,
-            region=Region.whole(size),
-            depth=True,
-            normals=NormalMode.OBJECT,
-        )
+    files = write_geometry(
+        progress,
+        Path(context.directory),
+        result.frame,
+        source_size=size,
+        coverage=coverage,
+        region=Region.whole(size),
+        depth=True,
+        normals=NormalMode.OBJECT,
+    )
     log_model_time(context, progress, adapter)
-    return outputs.result
+    return files

@@ -37,7 +37,6 @@ from ...contract.results import ResultName
 from ..geometry.alignment import align_windows
 from ..geometry.attention import GIB, AttentionEstimate
 from ..job_steps.model_loading import log_model_time, prepare_adapter
-from ..job_steps.output_set import OutputSet
 from ..job_steps.progress import JobProgress
 from ..media import MediaKind, MediaSource, atomic_file, open_input, write_json
 from ..models.da3 import DepthAnything3Adapter, ViewPlacement, ViewsResult
@@ -75,7 +74,7 @@ def run_generate_multiview_cameras(context: Any, params: MultiviewParams) -> dic
     context.log(f"{len(views.numbers)} frames in {len(windows)} window(s): {[(w.start, w.stop - 1) for w in windows]}")
     directory = Path(context.directory)
     frames, (width, height) = len(views.numbers), views.source_size
-    with tempfile.TemporaryDirectory(dir=directory, prefix=".depth-") as scratch, OutputSet(directory) as outputs:
+    with tempfile.TemporaryDirectory(dir=directory, prefix=".depth-") as scratch:
         members = {name: Path(scratch) / f"{name}.npy" for name in ("depth", "confidence", "frames")}
         depth, confidence = (
             # numpy's stub leaves open_memmap unannotated
@@ -89,11 +88,11 @@ def run_generate_multiview_cameras(context: Any, params: MultiviewParams) -> dic
         np.save(members["frames"], np.asarray(views.numbers, np.int64))
         progress.stage(0.9, "Writing result")
         document = cameras_document(adapter, views, windows, extrinsics, intrinsics)
-        outputs.write(ResultName.CAMERAS, "cameras.json", lambda path: write_json(path, document.to_json()))
+        write_json(directory / "cameras.json", document.to_json())
         progress.stage(0.92, "Writing depth")
-        outputs.write(ResultName.DEPTH, "depth.npz", lambda path: stream_npz(path, members))
+        stream_npz(directory / "depth.npz", members)
     log_model_time(context, progress, adapter)
-    return outputs.result
+    return {ResultName.CAMERAS: "cameras.json", ResultName.DEPTH: "depth.npz"}
 
 
 def selected_count(source: MediaSource, step: int, max_frames: int) -> int:
