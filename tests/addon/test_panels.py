@@ -80,9 +80,10 @@ def test_mirror_note_follows_the_download_sources_snapshot(server, polled_snapsh
 
 
 def test_loaded_models_show_the_device_that_really_runs_them(server):
-    from imageforge.addon.health_snapshot import LoadedModel, loaded_models
+    from imageforge.addon.health_snapshot import loaded_models
 
-    assert loaded_models(READY) == [LoadedModel("background", "BEN2_BASE", "cpu")]  # cuda asked, cpu ran
+    loaded = [(model.family, model.model, model.device) for model in loaded_models(READY)]
+    assert loaded == [("background", "BEN2_BASE", "cpu")]  # cuda asked, cpu ran
     assert loaded_models({"resources": {"models": {"sessions": [{"key": "BEN2_BASE"}]}}}) == []
 
 

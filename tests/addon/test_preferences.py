@@ -22,12 +22,12 @@ def prefs(addon, monkeypatch):
 
 
 def report_devices(snapshot_devices):
+    """A server's snapshot whose ONNX Runtime offers `snapshot_devices` (contract/health.py's layout)."""
     from imageforge.addon import blender_runtime
+    from imageforge.contract.health import ModelsHealth
 
-    blender_runtime.get_runtime().server.snapshot = {
-        "state": "READY",
-        "resources": {"models": {"devices": snapshot_devices}},
-    }
+    models = ModelsHealth((), tuple(snapshot_devices), {}, None, False, 4, (), ())
+    blender_runtime.get_runtime().server.snapshot = {"state": "READY", "resources": {"models": models.to_json()}}
 
 
 @pytest.mark.parametrize(
@@ -54,7 +54,7 @@ def test_device_list_comes_from_the_server_and_is_remembered(prefs, monkeypatch)
     monkeypatch.setattr(choices, "current_platform", lambda: "linux")
     prefs.device = "cuda"
     assert prefs.stored_device == "cuda"
-    report_devices(["cpu", "bogus", 7, "CPU"])  # a machine without CUDA; junk entries are ignored
+    report_devices(["cpu", "bogus", "CPU"])  # a machine without CUDA; names that are no device are ignored
     assert [device.value for device in preferences.available_devices()] == ["auto", "cpu"]
     assert prefs.device == "auto"  # the stored choice is not offered here: fall back, no error
     assert prefs.stored_device == "cuda"  # ... but it is kept for when it is offered again
@@ -78,7 +78,11 @@ def test_malformed_snapshots_fall_back_to_the_platform_list(prefs, monkeypatch):
     from imageforge.addon import blender_runtime, choices, preferences
 
     monkeypatch.setattr(choices, "current_platform", lambda: "windows")
-    for snapshot in ({"resources": "nonsense"}, {"resources": {"models": {"devices": "cpu"}}}, None, []):
+    report_devices(["cpu"])
+    readable = blender_runtime.get_runtime().server.snapshot
+    junk = {**readable, "resources": {"models": {**readable["resources"]["models"], "devices": ["cpu", 7]}}}
+    newer = {**readable, "resources": {"models": {**readable["resources"]["models"], "version": 2}}}
+    for snapshot in ({"resources": "nonsense"}, {"resources": {"models": {"devices": "cpu"}}}, None, [], junk, newer):
         blender_runtime.get_runtime().server.snapshot = snapshot
         assert [device.value for device in preferences.available_devices()] == ["auto", "directml", "cpu"]
 

@@ -1,11 +1,11 @@
-"""Read the job server's health snapshot, defensively.
+"""Read the job server's health snapshot: BlendJob's fields defensively, ImageForge's resources typed.
 
 BlendJob's poll timer keeps `runtime.server.snapshot` current: `{"state": ..., "message": ...}` plus, while a
-server answers, `active_job` and `resources` (each resource's `snapshot()`). The readers follow exactly what
-the server's resources write: "models" is ModelManager.snapshot() (server/inference/model_manager.py: `loaded`,
-`devices`, ...), "downloads" is DownloadSources.snapshot() (server/downloads/sources.py: `source` is "hub" or
-"mirror", `mirror` the mirror's URL). A server of another version may still send something else, so a missing
-key or a wrong type reads as "not reported" instead of raising inside a panel's draw().
+server answers, `active_job` and `resources` (each resource's `snapshot()`). BlendJob's own fields are read
+defensively. ImageForge's resources are contract/health.py's dataclasses: "models" is `ModelsHealth`
+(ModelManager), "downloads" `DownloadsHealth` (DownloadSources); each is read with `from_json`, and one that
+does not read (a server of another version, a resource not reported yet) is "not reported" as a whole, never
+an exception inside a panel's draw().
 
 No bpy here: panels, preferences and tests share these plain functions.
 """
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ..contract import Device
+from ..contract import Device, InputError
+from ..contract.health import DownloadsHealth, DownloadSource, LoadedModel, ModelsHealth
 
 
 class ServerState(StrEnum):
@@ -29,15 +30,6 @@ class ServerState(StrEnum):
     READY = "READY"
     BUSY = "BUSY"
     ERROR = "ERROR"
-
-
-@dataclass(frozen=True)
-class LoadedModel:
-    """A model session the server holds in memory, and the device that really runs it."""
-
-    family: str
-    model: str
-    device: str
 
 
 @dataclass(frozen=True)
@@ -62,8 +54,20 @@ def server_message(snapshot: Mapping[str, Any] | None) -> str:
     return str(message) if message else ""
 
 
-def resource(snapshot: Mapping[str, Any] | None, name: str) -> Mapping[str, Any]:
-    return _mapping(_mapping(_mapping(snapshot).get("resources")).get(name))
+def models_health(snapshot: Mapping[str, Any] | None) -> ModelsHealth | None:
+    """The `models` resource, or None when the server reports none this client can read."""
+    try:
+        return ModelsHealth.from_json(_mapping(_mapping(snapshot).get("resources")).get("models"))
+    except InputError:
+        return None
+
+
+def downloads_health(snapshot: Mapping[str, Any] | None) -> DownloadsHealth | None:
+    """The `downloads` resource, or None when the server reports none this client can read."""
+    try:
+        return DownloadsHealth.from_json(_mapping(_mapping(snapshot).get("resources")).get("downloads"))
+    except InputError:
+        return None
 
 
 def offered_devices(snapshot: Mapping[str, Any] | None) -> list[Device] | None:
@@ -71,13 +75,13 @@ def offered_devices(snapshot: Mapping[str, Any] | None) -> list[Device] | None:
 
     Unknown names are dropped rather than trusted: the preference enum must only ever hold contract ids.
     """
-    raw = resource(snapshot, "models").get("devices")
-    if not isinstance(raw, (list, tuple)):
+    models = models_health(snapshot)
+    if models is None:
         return None
     devices: list[Device] = []
-    for name in raw:
+    for name in models.devices:
         try:
-            device = Device(str(name).lower())
+            device = Device(name.lower())
         except ValueError:
             continue
         if device not in devices:
@@ -87,26 +91,20 @@ def offered_devices(snapshot: Mapping[str, Any] | None) -> list[Device] | None:
 
 def loaded_models(snapshot: Mapping[str, Any] | None) -> list[LoadedModel]:
     """The sessions the server holds (`models.loaded`: family, model, and the device that really runs it)."""
-    raw = resource(snapshot, "models").get("loaded")
-    loaded = []
-    for entry in raw if isinstance(raw, (list, tuple)) else ():
-        entry = _mapping(entry)
-        if entry.get("model"):
-            loaded.append(
-                LoadedModel(str(entry.get("family") or ""), str(entry["model"]), str(entry.get("device") or "?"))
-            )
-    return loaded
+    models = models_health(snapshot)
+    return list(models.loaded) if models is not None else []
 
 
 def device_warnings(snapshot: Mapping[str, Any] | None) -> list[str]:
     """Device fallbacks since the server started (`models.device_warnings`), each one sentence; [] if none."""
-    raw = resource(snapshot, "models").get("device_warnings")
-    return [str(item) for item in raw if item] if isinstance(raw, (list, tuple)) else []
+    models = models_health(snapshot)
+    return [item for item in models.device_warnings if item] if models is not None else []
 
 
 def uses_mirror(snapshot: Mapping[str, Any] | None) -> bool:
     """True when the server switched model downloads to the mirror (`downloads.source` is "mirror")."""
-    return resource(snapshot, "downloads").get("source") == "mirror"
+    downloads = downloads_health(snapshot)
+    return downloads is not None and downloads.source is DownloadSource.MIRROR
 
 
 def active_job_progress(snapshot: Mapping[str, Any] | None) -> ActiveJobProgress | None:

@@ -42,7 +42,10 @@ class JsonFields:
             raise self._wrong(name, f"a whole number from {minimum}", value)
         return int(value)
 
-    def number(self, name: str, *, positive: bool = False) -> float:
+    def number(self, name: str, *, positive: bool = False, default: float | None = None) -> float:
+        """A finite number; `default` when the field is absent (a field added after version 1 was fixed)."""
+        if default is not None and name not in self.raw:
+            return default
         value = self._get(name)
         if not _is_number(value) or (positive and value <= 0):
             raise self._wrong(name, "a positive number" if positive else "a finite number", value)
@@ -77,6 +80,40 @@ class JsonFields:
         ):
             raise self._wrong(name, f"a {rows}×{columns} matrix of finite numbers", value)
         return tuple(tuple(float(item) for item in row) for row in value)
+
+    def flag(self, name: str) -> bool:
+        value = self._get(name)
+        if not isinstance(value, bool):
+            raise self._wrong(name, "true or false", value)
+        return value
+
+    def optional_text(self, name: str) -> str | None:
+        """A string or null."""
+        return None if self._get(name) is None else self.text(name)
+
+    def optional_number(self, name: str) -> float | None:
+        """A finite number or null."""
+        return None if self._get(name) is None else self.number(name)
+
+    def texts(self, name: str, *, default: tuple[str, ...] | None = None) -> tuple[str, ...]:
+        """A list of strings; `default` when the field is absent (a field added after version 1 was fixed)."""
+        if default is not None and name not in self.raw:
+            return default
+        value = self.array(name)
+        if not all(isinstance(item, str) for item in value):
+            raise self._wrong(name, "a list of strings", value)
+        return tuple(value)
+
+    def text_map(self, name: str) -> dict[str, str]:
+        """An object of strings."""
+        value = self._get(name)
+        if not (isinstance(value, dict) and all(isinstance(item, str) for item in value.values())):
+            raise self._wrong(name, "an object of strings", value)
+        return dict(value)
+
+    def objects(self, name: str) -> list[JsonFields]:
+        """A list of objects, each read on its own ("The models snapshot, loaded #2: ...")."""
+        return [JsonFields(item, f"{self.what}, {name} #{index + 1}") for index, item in enumerate(self.array(name))]
 
     def child(self, name: str) -> JsonFields:
         """A nested object, its problems named after the path to it ("The camera path, frame 3, intrinsics")."""

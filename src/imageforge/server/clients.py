@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..contract.health import ClientLease, ClientsHealth
 from ..contract.server_clients import LEASE_SECONDS, ClientKind
 from .blendjob_compat import process_exists
 
@@ -104,12 +105,12 @@ class ClientRegistry:
     def snapshot(self) -> dict[str, Any]:
         now = self._clock()
         with self._lock:
-            clients = [
-                {"client_id": c.client_id, "pid": c.pid, "kind": c.kind.value, "seconds": round(now - c.attached_at, 1)}
+            clients = tuple(
+                ClientLease(c.client_id, c.pid, c.kind.value, round(now - c.attached_at, 1))
                 for c in self._clients.values()
-            ]
+            )
             idle = 0.0 if clients else now - self._idle_since
-        return {"clients": clients, "linger": self.linger, "idle_seconds": round(idle, 1)}
+        return ClientsHealth(clients, self.linger, round(idle, 1)).to_json()
 
     # -- the watcher -----------------------------------------------------------------------------------------
 

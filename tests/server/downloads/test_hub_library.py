@@ -8,9 +8,9 @@ import time
 import pytest
 
 from imageforge.contract import ModelUnavailableError
+from imageforge.contract.health import DownloadSource
 from imageforge.contract.model_files import FileState, model_status, verify_file
 from imageforge.server.downloads.failures import DownloadCancelled, FileRejected
-from imageforge.server.downloads.sources import Source
 from tests.kit.hub import Blackhole
 
 from .conftest import FAST, content, entry, sources
@@ -119,5 +119,5 @@ def test_unreachable_hub_on_the_library_path_falls_to_the_mirror_without_retries
         elapsed = time.monotonic() - started
 
     assert elapsed < FAST.connect + 1.5  # the library's own five retries with back-off take tens of seconds
-    assert chosen.current is Source.MIRROR
+    assert chosen.current is DownloadSource.MIRROR
     assert (root / "models/vitl" / PATH).read_bytes() == DATA

@@ -7,12 +7,12 @@ import time
 import pytest
 
 from imageforge.contract import ModelUnavailableError
+from imageforge.contract.health import DownloadSource
 from imageforge.server.downloads.sources import (
     CONNECT_TIMEOUT,
     READ_TIMEOUT,
     DownloadSettings,
     DownloadSources,
-    Source,
     Timeouts,
 )
 from tests.kit.hub import Blackhole
@@ -41,11 +41,11 @@ def test_settings_come_from_the_environment():
     )
     model = entry("BEN2", {"onnx/model fp16.onnx": DATA})
     chosen = DownloadSources(configured)
-    assert chosen.url(Source.HUB, model, model.files[0]) == (
+    assert chosen.url(DownloadSource.HUB, model, model.files[0]) == (
         "https://hf-mirror.example/kit/ben2/resolve/main/onnx/model%20fp16.onnx"
     )
     assert (
-        chosen.url(Source.MIRROR, model, model.files[0])
+        chosen.url(DownloadSource.MIRROR, model, model.files[0])
         == "https://models.example/imageforge/ben2/onnx/model%20fp16.onnx"
     )
 
@@ -76,7 +76,7 @@ def test_the_mirror_stays_chosen_for_the_life_of_the_server(hub, root, run):
     hub.set_fault("kit/ben2/resolve/main/model.onnx", "500", times=1)  # the hub fails once, then recovers
 
     run(root, [entry("BEN2", {"model.onnx": DATA})], chosen)
-    assert chosen.current is Source.MIRROR
+    assert chosen.current is DownloadSource.MIRROR
     requests_before = len(hub.requests)
 
     run(root, [entry("MOGE", {"model.onnx": OTHER})], chosen)  # the hub is healthy again for this file
@@ -84,7 +84,7 @@ def test_the_mirror_stays_chosen_for_the_life_of_the_server(hub, root, run):
     assert [r.path for r in hub.requests[requests_before:]] == ["mirror/moge/model.onnx"]
     assert (root / "models/moge/model.onnx").read_bytes() == OTHER
     fresh_server = sources(hub.url, hub.mirror)  # a new server process tries the hub again
-    assert fresh_server.order() == [Source.HUB, Source.MIRROR]
+    assert fresh_server.order() == [DownloadSource.HUB, DownloadSource.MIRROR]
 
 
 def test_unreachable_hub_without_a_mirror_says_how_to_fix_it(root, run):
@@ -107,7 +107,7 @@ def test_a_stalled_hub_hits_the_idle_timeout_then_the_mirror_finishes(hub, root,
     run(root, [entry("BEN2", {"model.onnx": DATA})], chosen)
 
     assert time.monotonic() - started < 2.5
-    assert chosen.current is Source.MIRROR and "timed out" in chosen.snapshot()["reason"]
+    assert chosen.current is DownloadSource.MIRROR and "timed out" in chosen.snapshot()["reason"]
     assert (root / "models/ben2/model.onnx").read_bytes() == DATA
 
 
@@ -123,7 +123,7 @@ def test_a_file_missing_on_the_hub_comes_from_the_mirror_without_switching(hub, 
         "kit/split/resolve/main/decoder.onnx",
         "mirror/split/decoder.onnx",
     ]
-    assert chosen.current is Source.HUB and "HTTP 404" in chosen.snapshot()["last_error"]
+    assert chosen.current is DownloadSource.HUB and "HTTP 404" in chosen.snapshot()["last_error"]
     assert (root / "models/split/decoder.onnx").read_bytes() == OTHER
 
 

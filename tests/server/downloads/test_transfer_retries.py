@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from imageforge.contract import ModelUnavailableError
+from imageforge.contract.health import DownloadSource
 from imageforge.contract.model_files import part_path
 from imageforge.server.downloads.failures import TransferBroken
 from imageforge.server.downloads.install import RETRY, RetryPolicy
-from imageforge.server.downloads.sources import Source
 
 from .conftest import content, entry, sources
 
@@ -84,7 +84,7 @@ def test_after_the_retries_the_mirror_finishes_the_file(hub, served, root, run):
     run(root, [entry("BEN2", {"onnx/model.onnx": DATA})], chosen, retry=QUICK)
 
     assert len(hub.served(served)) == 6
-    assert chosen.current is Source.MIRROR
+    assert chosen.current is DownloadSource.MIRROR
     assert (root / "models/ben2/onnx/model.onnx").read_bytes() == DATA
 
 

@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...contract.catalog import ModelEntry
+from ...contract.health import DownloadSource
 from ...contract.model_files import FileState, FileStatus, model_status, remember_hash
 from .failures import DownloadCancelled, SourceRefused, SourceUnreachable, TransferBroken, gave_up
 from .fetch import Expected, FetchOutcome, PartOpener, fetch_file, open_part
 from .meter import Report, TransferMeter
-from .sources import MIRROR_VARIABLE, DownloadSources, Source
+from .sources import MIRROR_VARIABLE, DownloadSources
 from .store import forget, staging_root
 
 Log = Callable[[str], None]
@@ -99,10 +100,14 @@ def _fetch(
         except SourceUnreachable as error:
             failures.append(error)
             log(f"{source.value} unreachable: {error}")
-            if source is Source.HUB and sources.hub_unreachable(str(error)):
+            if source is DownloadSource.HUB and sources.hub_unreachable(str(error)):
                 log("switched to the mirror for the rest of this server's life")
                 continue
-            if source is Source.HUB and sources.settings.mirror is None and not isinstance(error, TransferBroken):
+            if (
+                source is DownloadSource.HUB
+                and sources.settings.mirror is None
+                and not isinstance(error, TransferBroken)
+            ):
                 raise SourceUnreachable(
                     f"{error} Set {MIRROR_VARIABLE} (a mirror) or HF_ENDPOINT (another hub) to download elsewhere."
                 ) from error
@@ -115,7 +120,7 @@ def _fetch(
 
 
 def _fetch_from(
-    source: Source,
+    source: DownloadSource,
     storage_root: Path,
     entry: ModelEntry,
     item: FileStatus,
@@ -129,7 +134,7 @@ def _fetch_from(
     retries = 0  # in a row, without the `.part` growing
     while True:
         try:
-            if source is Source.HUB and not item.file.streamable:
+            if source is DownloadSource.HUB and not item.file.streamable:
                 return _fetch_with_library(storage_root, entry, item, sources, meter, cancelled)
             return fetch_file(
                 sources.session,

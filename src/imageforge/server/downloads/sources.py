@@ -20,11 +20,11 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ...contract.catalog import ModelEntry, ModelFile
+from ...contract.health import DownloadsHealth, DownloadSource
 
 if TYPE_CHECKING:
     import requests
@@ -37,11 +37,6 @@ READ_TIMEOUT_VARIABLE = "IMAGEFORGE_DOWNLOAD_READ_TIMEOUT"
 CONNECT_TIMEOUT = 6.0
 READ_TIMEOUT = 60.0
 USER_AGENT = "ImageForge"
-
-
-class Source(StrEnum):
-    HUB = "hub"
-    MIRROR = "mirror"
 
 
 @dataclass(frozen=True)
@@ -100,14 +95,14 @@ class DownloadSources:
     def __init__(self, settings: DownloadSettings | None = None):
         self.settings = settings or DownloadSettings.from_environment()
         self._lock = threading.Lock()
-        self._current = Source.HUB
+        self._current = DownloadSource.HUB
         self._switched_at: float | None = None
         self._reason: str | None = None
         self._last_error: str | None = None
         self._session: requests.Session | None = None
 
     @property
-    def current(self) -> Source:
+    def current(self) -> DownloadSource:
         with self._lock:
             return self._current
 
@@ -115,14 +110,14 @@ class DownloadSources:
     def timeouts(self) -> Timeouts:
         return self.settings.timeouts
 
-    def order(self) -> list[Source]:
+    def order(self) -> list[DownloadSource]:
         """Sources to try for one file, best first."""
-        if self.current is Source.MIRROR:
-            return [Source.MIRROR]
-        return [Source.HUB, Source.MIRROR] if self.settings.mirror else [Source.HUB]
+        if self.current is DownloadSource.MIRROR:
+            return [DownloadSource.MIRROR]
+        return [DownloadSource.HUB, DownloadSource.MIRROR] if self.settings.mirror else [DownloadSource.HUB]
 
-    def url(self, source: Source, entry: ModelEntry, model_file: ModelFile) -> str:
-        if source is Source.HUB:
+    def url(self, source: DownloadSource, entry: ModelEntry, model_file: ModelFile) -> str:
+        if source is DownloadSource.HUB:
             return hub_url(self.settings.hub, entry.repository, model_file.path)
         if not self.settings.mirror:
             raise ValueError("No mirror is configured.")
@@ -132,9 +127,9 @@ class DownloadSources:
         """Record that the hub failed; switch to the mirror for good when there is one. True if switched."""
         with self._lock:
             self._last_error = reason
-            if self.settings.mirror is None or self._current is Source.MIRROR:
+            if self.settings.mirror is None or self._current is DownloadSource.MIRROR:
                 return False
-            self._current = Source.MIRROR
+            self._current = DownloadSource.MIRROR
             self._switched_at = time.time()
             self._reason = reason
             return True
@@ -156,14 +151,14 @@ class DownloadSources:
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
-            return {
-                "source": self._current.value,
-                "hub": self.settings.hub,
-                "mirror": self.settings.mirror,
-                "switched_at": self._switched_at,
-                "reason": self._reason,
-                "last_error": self._last_error,
-            }
+            return DownloadsHealth(
+                source=self._current,
+                hub=self.settings.hub,
+                mirror=self.settings.mirror,
+                switched_at=self._switched_at,
+                reason=self._reason,
+                last_error=self._last_error,
+            ).to_json()
 
     def close(self) -> None:
         with self._lock:

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from ...contract import Device, ImageForgeError, ModelUnavailableError
 from ...contract.catalog import Family, ModelEntry
+from ...contract.health import LoadedModel, ModelsHealth, OnnxRuntimeInfo
 from ...contract.model_files import file_path, known_sha256
 from .coreml_cache import CoreMLCache
 from .cpu_copy import cpu_graph, ready_copy
@@ -210,36 +211,34 @@ class ModelManager:
             current = [(family, key, session, session.created) for family, (key, session) in self._loaded.items()]
             cpu_only = sorted({key.model for key in self._cpu_pins})
             device_warnings = list(self._device_warnings)
-        loaded = [
-            {
-                "family": family.value,
-                "model": session.request.name,
-                "requested_device": key.device.value,
-                "device": created.device.value,
-                "provider": created.provider,
-                "providers": list(created.providers),
-                "load_seconds": round(created.load_seconds, 4),
-                "runs": session.runs,
-                "fallback": created.fallback,
-            }
+        loaded = tuple(
+            LoadedModel(
+                family=family.value,
+                model=session.request.name,
+                requested_device=key.device.value,
+                device=created.device.value,
+                provider=created.provider,
+                providers=tuple(created.providers),
+                load_seconds=round(created.load_seconds, 4),
+                runs=session.runs,
+                fallback=created.fallback,
+            )
             for family, key, session, created in current
             if created is not None
-        ]
+        )
         runtime = self._runtime
-        return {
-            "loaded": loaded,
-            "devices": [device.value for device in runtime.devices] if runtime else [],
-            "unavailable": {device.value: why for device, why in runtime.unavailable.items()} if runtime else {},
-            "onnxruntime": (
-                {"version": runtime.version, "variant": runtime.variant, "providers": list(runtime.providers)}
-                if runtime
-                else None
-            ),
-            "detecting": not self._detected.is_set(),
-            "threads": self.threads,
-            "cpu_only": cpu_only,
-            "device_warnings": device_warnings,  # the Server panel shows them until the server restarts
-        }
+        return ModelsHealth(
+            loaded=loaded,
+            devices=tuple(device.value for device in runtime.devices) if runtime else (),
+            unavailable={device.value: why for device, why in runtime.unavailable.items()} if runtime else {},
+            onnxruntime=OnnxRuntimeInfo(runtime.version, runtime.variant, tuple(runtime.providers))
+            if runtime
+            else None,
+            detecting=not self._detected.is_set(),
+            threads=self.threads,
+            cpu_only=tuple(cpu_only),
+            device_warnings=tuple(device_warnings),  # the Server panel shows them until the server restarts
+        ).to_json()
 
     def clear(self) -> None:
         """Unload every session (BlendJob calls this only while no job runs). CPU pins stay until restart."""
