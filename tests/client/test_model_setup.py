@@ -14,6 +14,7 @@ import pytest
 from imageforge.client import retirement
 from imageforge.client.job_runner import make_runtime
 from imageforge.client.model_setup import ModelSetupResult, download_required_models
+from imageforge.contract.health import DownloadSource
 from tests.kit.catalog import catalog_entry, write_catalog
 
 pytestmark = pytest.mark.slow
@@ -66,7 +67,7 @@ def test_setup_ends_with_the_default_models_on_disk(catalog, hub, server_storage
     state, results, _messages = run_setup(server_storage)
 
     assert state["state"] == "succeeded", state
-    assert results == [ModelSetupResult({"DEFAULT": {"model.onnx": "downloaded"}}, "hub")]
+    assert results == [ModelSetupResult({"DEFAULT": {"model.onnx": "downloaded"}}, DownloadSource.HUB)]
     assert (server_storage / "models" / "default" / "model.onnx").read_bytes() == DEFAULT
     assert not (server_storage / "models" / "optional").exists()
 
@@ -77,7 +78,7 @@ def test_a_failed_download_does_not_fail_the_setup(catalog, hub, server_storage)
 
     assert state["state"] == "succeeded", state
     (result,) = results
-    assert result.models == {} and result.source == "hub"
+    assert result.models == {} and result.source is DownloadSource.HUB
     assert result.error == f"model.onnx is not available from {hub.url.split('://')[1]} (HTTP 404)."
     assert any(message.startswith("Models not downloaded: model.onnx is not available") for message in messages)
 

@@ -92,6 +92,7 @@ def test_a_newer_version_is_refused_with_what_to_do(kind, value, what, newest):
     [
         ({"fx": None}, "The depth metadata: fx is missing."),
         ({"fy": 0}, "The depth metadata: fy must be a positive number (found 0)."),
+        ({"fy": "f" * 100}, f"The depth metadata: fy must be a positive number (found '{'f' * 36}...)."),  # cut short
         ({"cx": float("nan")}, "The depth metadata: cx must be a finite number (found nan)."),
         ({"reference_depth": True}, "The depth metadata: reference_depth must be a positive number (found True)."),
         ({"image_size": [640]}, "The depth metadata: image_size must be [width, height] in pixels (found [640])."),

@@ -15,7 +15,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..contract import ImageForgeError, JobId
+from ..contract import ImageForgeError, InputError, JobId
+from ..contract.health import DownloadsHealth, DownloadSource
 from ..contract.results import ResultName
 from .job_runner import JobCancelledError, run_job
 
@@ -26,7 +27,7 @@ PROGRESS_END = 0.9
 @dataclass(frozen=True)
 class ModelSetupResult:
     models: dict[str, dict[str, str]]  # {key: {file path: "downloaded" | "ready"}}; empty when it failed
-    source: str | None  # "hub" or "mirror": where this server ended up downloading from
+    source: DownloadSource | None  # where this server ended up downloading from; None when not reported
     error: str | None = None  # the one-sentence reason when the downloads failed
 
 
@@ -73,9 +74,12 @@ def _cancel_requested(setup: Any) -> bool:
     return False
 
 
-def _source(setup: Any) -> str | None:
+def _source(setup: Any) -> DownloadSource | None:
     try:
-        source: str | None = setup.server.resource("downloads").get("source")
-        return source
+        raw = setup.server.resource("downloads")
     except (OSError, RuntimeError, KeyError, AttributeError, ValueError):
+        return None
+    try:
+        return DownloadsHealth.from_json(raw).source
+    except InputError:
         return None
