@@ -16,6 +16,7 @@ from blendjob.server import JobContext
 from imageforge.contract import JOB_SPECS, Device, JobId
 from imageforge.contract.catalog import Family
 from imageforge.contract.provenance import Provenance
+from imageforge.contract.results import ResultName
 from imageforge.server.handler import make_handler
 from imageforge.server.inference import ModelManager
 from imageforge.server.models.base import Adapter, load_adapter
@@ -52,14 +53,14 @@ def test_a_run_time_fallback_reaches_the_result_and_the_servers_snapshot(storage
         np.testing.assert_array_equal(output, 2.0)  # the same inputs ran again, on CPU
         context.progress(0.96, "Writing result")  # the job's next step replaces the warning's message
         (context.directory / "upscale.png").write_bytes(b"result")
-        return {"upscale": "upscale.png"}
+        return {ResultName.UPSCALE: "upscale.png"}
 
     directory = tmp_path / "job"
     directory.mkdir()
     context = JobContext("job", "upscale-image", {}, {"models": models}, storage_root, directory)
     result = make_handler(JOB_SPECS[JobId.UPSCALE_IMAGE], run)(context, {"input": str(tmp_path / "in.png")})
 
-    assert result == {"upscale": "upscale.png", "provenance": "provenance.json"}
+    assert result == {ResultName.UPSCALE: "upscale.png", ResultName.PROVENANCE: "provenance.json"}
     assert context._snapshot()["message"] == "Writing result"  # what a poll would see after the fallback
     provenance = Provenance.read(directory / "provenance.json")
     assert provenance.devices == {"KIT_ECHO": "cpu"}

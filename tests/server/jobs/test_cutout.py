@@ -72,7 +72,7 @@ def test_a_flat_cutout_needs_no_model_at_all(jobs, photo):
     # No "models" resource and no catalog: any model code would fail.
     outcome = jobs.run(JOB, {"input": str(path), "selection": {"box": BOX}}, resources={})
     assert outcome.state == "succeeded", outcome.error
-    assert outcome.result == {"cutout": "cutout.png", "selection_alpha": "selection_alpha.png"}
+    assert outcome.result == {ResultName.CUTOUT: "cutout.png", ResultName.SELECTION_ALPHA: "selection_alpha.png"}
     cutout = read_png(outcome.file(ResultName.CUTOUT))
     alpha = read_png(outcome.file(ResultName.SELECTION_ALPHA))
     assert cutout.shape == (13, 20, 4) and alpha.shape == (13, 20)
@@ -210,7 +210,13 @@ def test_the_real_server_cuts_out_with_depth(real_server, photo, tmp_path):
     runtime = real_server([(catalog_entry("KIT_MOGE2", "geometry", "moge2"), model)])
     parameters = {"input": str(photo[0]), "selection": {"lasso": [[8, 6], [40, 6], [24, 40]]}, "generate_depth": True}
     result = run_job(runtime, JOB.value, {**parameters, "device": "cpu"})
-    assert set(result.value) == {"cutout", "selection_alpha", "depth", "depth_metadata", "provenance"}
+    assert set(result.value) == {
+        ResultName.CUTOUT,
+        ResultName.SELECTION_ALPHA,
+        ResultName.DEPTH,
+        ResultName.DEPTH_METADATA,
+        ResultName.PROVENANCE,
+    }
     metadata = DepthMetadata.read(result.file(ResultName.DEPTH_METADATA))
     assert metadata.image_size == (32, 34) and metadata.cx == pytest.approx(32.0 - 8)
     assert PILImage.open(result.file(ResultName.CUTOUT)).size == (32, 34)

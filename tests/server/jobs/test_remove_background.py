@@ -41,7 +41,10 @@ def test_a_still_keeps_its_colour_and_size_and_gains_the_matte_as_alpha(run_job,
     source = tmp_path / "ramp.png"
     PILImage.fromarray(pixels).save(source)
     result, context = run_job("remove-background", {"input": str(source)})
-    assert set(result) == {"foreground", "provenance"} and result[ResultName.FOREGROUND].name == "foreground.png"
+    assert (
+        set(result) == {ResultName.FOREGROUND, ResultName.PROVENANCE}
+        and result[ResultName.FOREGROUND].name == "foreground.png"
+    )
     (ran,) = json.loads(result[ResultName.PROVENANCE].read_text())["models"]
     assert (ran["model"], ran["device"], ran["provider"], ran["runs"]) == (
         "KIT_BEN2",
@@ -82,7 +85,7 @@ def test_alpha_output_is_a_float_exr_matte(run_job, tmp_path: Path):
     source = tmp_path / "ramp.png"
     PILImage.fromarray(pixels).save(source)
     result, _ = run_job("remove-background", {"input": str(source), "output_kind": "alpha"})
-    assert set(result) == {"alpha", "provenance"} and result[ResultName.ALPHA].suffix == ".exr"
+    assert set(result) == {ResultName.ALPHA, ResultName.PROVENANCE} and result[ResultName.ALPHA].suffix == ".exr"
     part = OpenEXR.File(str(result[ResultName.ALPHA]), separate_channels=True).parts[0]
     assert list(part.channels) == ["Y"]
     matte = part.channels["Y"].pixels
