@@ -54,6 +54,22 @@ def server(addon, monkeypatch):
 
 
 @pytest.fixture
+def reports(monkeypatch):
+    """Every report the ImageForge job operators make, in order, as (level, message); Blender still gets them."""
+    from imageforge.addon.operators.base import ImageForgeJobOperator
+
+    made: list[tuple[str, str]] = []
+    original = ImageForgeJobOperator.report_outcome
+
+    def report_outcome(self, level, message):
+        made.append((level, message))
+        original(self, level, message)
+
+    monkeypatch.setattr(ImageForgeJobOperator, "report_outcome", report_outcome)
+    return made
+
+
+@pytest.fixture
 def job_server(addon, tmp_path):
     """An empty scene and the add-on, its runtime talking to a RecordingJobServer (job_server.py)."""
     from job_server import RecordingJobServer

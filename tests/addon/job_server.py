@@ -81,18 +81,3 @@ def run_job_operator(call: Callable[..., set[str]], **properties: Any) -> set[st
         if outcome != {"RUNNING_MODAL"}:
             return outcome
     raise AssertionError("The job operator never finished")
-
-
-def record_failures(monkeypatch) -> list[str]:
-    """The error each job operator reports when its job or landing fails (BlendJob's failure hook)."""
-    from blendjob.operator import JobOperatorBase
-
-    failures: list[str] = []
-    finish_failure = JobOperatorBase._finish_failure
-
-    def spy(operator, context, job, error):
-        failures.append(str(error))
-        return finish_failure(operator, context, job, error)
-
-    monkeypatch.setattr(JobOperatorBase, "_finish_failure", spy)
-    return failures

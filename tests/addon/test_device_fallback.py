@@ -16,22 +16,6 @@ from scenes import image_object, load_photo, photo_pixels
 WARNING = "NVIDIA CUDA failed while running BEN2 Base (out of memory); running it on CPU until the server restarts."
 
 
-@pytest.fixture
-def reports(monkeypatch):
-    """Every report the ImageForge job operators make, in order, as (level, message); Blender still gets them."""
-    from imageforge.addon.operators.base import ImageForgeJobOperator
-
-    made: list[tuple[str, str]] = []
-    original = ImageForgeJobOperator.report_outcome
-
-    def report_outcome(self, level, message):
-        made.append((level, message))
-        original(self, level, message)
-
-    monkeypatch.setattr(ImageForgeJobOperator, "report_outcome", report_outcome)
-    return made
-
-
 def test_a_fallback_ends_the_operator_with_a_warning_report(job_server, tmp_path, reports):
     pixels = photo_pixels(8, 6)
     image_object(load_photo(tmp_path / "photo.png", pixels))

@@ -11,7 +11,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 import pytest
-from job_server import record_failures, run_job_operator
+from job_server import run_job_operator
 from result_files import write_png_rgba
 from scenes import undo_steps
 
@@ -208,7 +208,7 @@ def test_a_movie_clip_becomes_a_sequence_clip(job_server, tmp_path):
     assert (landed.source, landed.frame_start, landed.frame_duration) == ("SEQUENCE", 5, 3)
 
 
-def test_a_missing_result_frame_changes_nothing(job_server, sequencer, tmp_path, monkeypatch):
+def test_a_missing_result_frame_changes_nothing(job_server, sequencer, tmp_path, reports):
     files = write_frames(tmp_path / "shot", range(1, 4))
     strip = top_strips(sequencer).new_image("Shot", str(files[0]), 1, 1)
     for path in files[1:]:
@@ -222,7 +222,6 @@ def test_a_missing_result_frame_changes_nothing(job_server, sequencer, tmp_path,
         return result
 
     job_server.producers["remove-background"] = short
-    failures = record_failures(monkeypatch)
     assert run_job_operator(bpy.ops.imageforge.remove_background_frames) == {"CANCELLED"}
     assert [strip.name for strip in top_strips(sequencer)] == ["Shot"]
-    assert failures == ["The job wrote 2 frame(s) where 3 were expected; nothing was changed."]
+    assert reports == [("ERROR", "The job wrote 2 frame(s) where 3 were expected; nothing was changed.")]

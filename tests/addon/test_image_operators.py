@@ -10,7 +10,6 @@ from pathlib import Path
 import bpy
 import numpy as np
 import pytest
-from blendjob.operator import JobOperatorBase
 from job_server import run_job_operator
 from result_files import write_exr, write_png_gray16, write_png_rgba
 from scenes import image_object, load_photo, photo_pixels, undo_steps
@@ -242,18 +241,21 @@ def test_refined_region_is_the_selection_plus_the_matte_inside_the_servers_crop(
     assert region[20, 60] and not region[80, 60]  # the selection lands even where the matte is zero
 
 
-def test_bad_requests_are_warnings_and_submit_nothing(job_server, photo):
+def test_bad_requests_are_warnings_and_submit_nothing(job_server, photo, reports):
     assert bpy.ops.imageforge.refine_selection("EXEC_DEFAULT", selection='{"box": [1, 1]}') == {"CANCELLED"}
     assert bpy.ops.imageforge.refine_selection("EXEC_DEFAULT", selection='{"box": [40, 40, 50, 50]}') == {"CANCELLED"}
     assert bpy.ops.imageforge.refine_selection("EXEC_DEFAULT") == {"CANCELLED"}  # nothing drawn
     assert bpy.ops.imageforge.upscale_image("EXEC_DEFAULT", image_name="No Such Image") == {"CANCELLED"}
     assert job_server.submitted == []
+    assert [level for level, _ in reports] == ["WARNING"] * 4
+    assert reports[-1] == ("WARNING", "There is no image named 'No Such Image'.")
 
 
-def test_a_failed_job_changes_nothing(job_server, photo, capfd):
+def test_a_failed_job_changes_nothing(job_server, photo, capfd, reports):
     job_server.producers["remove-background"] = lambda parameters, directory: None
     before = undo_steps(capfd)
     assert run_job_operator(bpy.ops.imageforge.remove_background) == {"CANCELLED"}
+    assert reports == [("ERROR", "The model ran out of memory.")]  # the job's failure: not the user's to fix
     assert np.allclose(pixels_of("Photo"), photo, atol=BYTE)
     assert bpy.data.images["Photo"].packed_file is None
     assert undo_steps(capfd) == before
@@ -262,7 +264,9 @@ def test_a_failed_job_changes_nothing(job_server, photo, capfd):
     assert blender_runtime.get_runtime().active_job is None
 
 
-def test_an_input_blender_cannot_write_is_a_warning_and_leaves_no_temporary_folder(job_server, monkeypatch, capfd):
+def test_an_input_blender_cannot_write_is_a_warning_and_leaves_no_temporary_folder(
+    job_server, monkeypatch, capfd, reports
+):
     image = bpy.data.images.new("Painted", 5, 3, alpha=True)  # generated: exported to a temporary folder
     image_object(image, "Painted Plane")
     from imageforge.addon.operators import base
@@ -283,10 +287,11 @@ def test_an_input_blender_cannot_write_is_a_warning_and_leaves_no_temporary_fold
     assert "Traceback" not in output.out + output.err
     assert made and not made[0].exists()
     assert job_server.submitted == []
+    assert [level for level, _ in reports] == ["WARNING"]
 
 
 @pytest.mark.parametrize("generated", [False, True], ids=["file", "generated"])
-def test_an_unreadable_result_leaves_the_image_as_it_was(job_server, photo, capfd, monkeypatch, generated):
+def test_an_unreadable_result_leaves_the_image_as_it_was(job_server, photo, capfd, reports, generated):
     if generated:  # painted pixels that exist nowhere but in Blender: lost if the image is pointed at a file
         from imageforge.addon.scene.pixels import write_pixels
 
@@ -302,22 +307,28 @@ def test_an_unreadable_result_leaves_the_image_as_it_was(job_server, photo, capf
         return {"upscale": "upscale.png"}
 
     job_server.producers["upscale-image"] = produce
-    failures = []
-    finish_failure = JobOperatorBase._finish_failure
-
-    def spy(operator, context, job, error):
-        failures.append(str(error))
-        return finish_failure(operator, context, job, error)
-
-    monkeypatch.setattr(JobOperatorBase, "_finish_failure", spy)
     steps = undo_steps(capfd)
     assert run_job_operator(bpy.ops.imageforge.upscale_image, scale="2") == {"CANCELLED"}
-    assert len(failures) == 1 and failures[0].startswith("Blender cannot read the result file upscale.png")
+    ((level, message),) = reports
+    assert level == "ERROR" and message.startswith("Blender cannot read the result file upscale.png")
     image = bpy.data.images["Photo"]
     assert (image.source, image.filepath, tuple(image.size)) == before
     assert np.allclose(pixels_of("Photo"), photo, atol=BYTE)
     assert image.packed_file is None
     assert undo_steps(capfd) == steps
+
+
+def test_an_image_removed_while_the_job_ran_is_a_warning_and_changes_nothing(job_server, photo, capfd, reports):
+    def produce(parameters, directory):
+        write_png_rgba(directory / "upscale.png", np.repeat(np.repeat(photo, 2, axis=0), 2, axis=1))
+        bpy.data.images.remove(bpy.data.images["Photo"])  # the user deletes it meanwhile
+        return {"upscale": "upscale.png"}
+
+    job_server.producers["upscale-image"] = produce
+    steps = undo_steps(capfd)
+    assert run_job_operator(bpy.ops.imageforge.upscale_image, scale="2") == {"CANCELLED"}
+    assert reports == [("WARNING", "The image 'Photo' was removed while the job ran; nothing was changed.")]
+    assert "Photo" not in bpy.data.images and undo_steps(capfd) == steps
 
 
 def test_a_landing_blender_cannot_write_leaves_the_pixels_as_they_were(job_server, photo, capfd):

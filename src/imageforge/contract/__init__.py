@@ -9,6 +9,7 @@ from .errors import (
     InputError,
     ModelUnavailableError,
     ResourceExhaustedError,
+    ResultError,
 )
 from .jobs import JOB_SPECS, JobId, JobSpec, job_spec
 from .parameters import parse_parameters
@@ -22,6 +23,7 @@ __all__ = [
     "JobSpec",
     "ModelUnavailableError",
     "ResourceExhaustedError",
+    "ResultError",
     "job_spec",
     "parse_parameters",
 ]

@@ -12,6 +12,11 @@ class InputError(ImageForgeError):
     """The request or its input is wrong: a bad file, parameter or selection. Shown as a warning."""
 
 
+class ResultError(ImageForgeError):
+    """A job's result cannot be used as it is (files missing or inconsistent with the request): a failure of
+    the job, not of the user's input. Shown as an error; nothing is changed."""
+
+
 class ModelUnavailableError(ImageForgeError):
     """A model is unknown, not downloaded, or could not be fetched."""
 

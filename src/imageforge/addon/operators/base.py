@@ -9,6 +9,11 @@ The flow is BlendJob's (execute → submit → modal polling → response → cl
   operator. The operator itself has no UNDO flag: Blender would push a second, empty step when the modal ends.
 - ImageForge errors reach the user as reports; BlendJob reports OSError/RuntimeError/TypeError/ValueError,
   so ImageForge errors from landing are re-raised as RuntimeError with the same sentence.
+- Report levels (house style): what the user can fix is a WARNING — a refused request (prepare(): an
+  InputError, or an input file Blender cannot write), and a result the scene no longer fits (an InputError
+  while landing: the image was removed or resized meanwhile, the depth map holds no valid pixels here); a
+  failure is an ERROR — the job's own error, a result Blender cannot read or that is incomplete. Every
+  report goes through report_outcome(), so tests read the level.
 - cleanup() removes the temporary input files on every outcome, an unexpected error in execute() included.
 - Blender signals a file it cannot write with RuntimeError; scene/ turns that into OSError with one sentence,
   so it reaches the user as a report like any other unwritable file.
@@ -31,7 +36,7 @@ import bpy
 from blendjob import JobResult, JobRuntime
 
 from ...client.blendjob_compat import JobOperatorHooks
-from ...contract import ImageForgeError, job_spec
+from ...contract import ImageForgeError, InputError, job_spec
 from ...contract.provenance import Provenance
 from .. import preferences
 from .availability import server_reason
@@ -72,7 +77,7 @@ class ImageForgeJobOperator(JobOperatorHooks):
             parameters = self.prepare(context)
             job_spec(self.job_type).parse(parameters)  # the contract the server applies, checked here first
         except (ImageForgeError, OSError) as error:
-            self.report({"WARNING"}, str(error))
+            self.report_outcome("WARNING", str(error))
             self.cleanup()
             return {"CANCELLED"}
         except BaseException:
@@ -112,6 +117,13 @@ class ImageForgeJobOperator(JobOperatorHooks):
             self.report_outcome("WARNING", warning)  # the last report: what the status bar keeps showing
             return f"{message} ({warning})"
         return message
+
+    def finish_failure(self, context: bpy.types.Context, job: Any, error: Any) -> set[str]:
+        """The job, reading its status, or landing its result failed: one report, then the invocation ends.
+        A WARNING when the user can fix it (an InputError while landing), an ERROR otherwise."""
+        level = "WARNING" if isinstance(getattr(error, "__cause__", None), InputError) else "ERROR"
+        self.report_outcome(level, str(error))
+        return self.close_job(context, job, "Task failed", cancelled=True)
 
     def report_outcome(self, level: str, message: str) -> None:
         """Report how the job ended. One Python-level method: Blender's `report` cannot be observed in tests."""

@@ -22,7 +22,7 @@ import bpy
 from blendjob import JobResult
 
 from ...client.blendjob_compat import result_from_status
-from ...contract import ImageForgeError, job_spec
+from ...contract import ImageForgeError, InputError, job_spec
 from .base import ImageForgeJobOperator
 
 
@@ -63,7 +63,7 @@ class BatchJobOperator(ImageForgeJobOperator):
         self._undo_pushed = False
         parameters = self._next_parameters(context)
         if parameters is None:
-            raise ImageForgeError(f"Nothing could be sent: {self._outcome.summary()}.")
+            raise InputError(f"Nothing could be sent: {self._outcome.summary()}.")
         return parameters
 
     def _next_parameters(self, context: bpy.types.Context) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import bpy
 
-from ...contract import InputError
+from ...contract import InputError, ResultError
 from . import sequencer
 from .frame_sources import FrameSource, SourceKind
 
@@ -26,7 +26,7 @@ def sequence_files(first: Path, count: int) -> list[Path]:
     files = sorted(path for path in first.parent.iterdir() if path.suffix == ".png" and not path.name.startswith("."))
     files = files[files.index(first) :]
     if len(files) != count:
-        raise InputError(f"The job wrote {len(files)} frame(s) where {count} were expected; nothing was changed.")
+        raise ResultError(f"The job wrote {len(files)} frame(s) where {count} were expected; nothing was changed.")
     return files
 
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from ...contract import ImageForgeError
+from ...contract import InputError
 from .pixels import loaded_image, read_data_file, read_pixels, save_pixels
 
 
-class ResultSizeError(ImageForgeError):
-    """A result's pixels do not match the image they land on (it was resized while the job ran); the image is
-    left as it was."""
+class ResultSizeError(InputError):
+    """A result's pixels do not match the image they land on (the user resized it while the job ran); the
+    image is left as it was, and running the tool again fixes it (a WARNING, like every InputError)."""
 
 
 def _size_error(what: str, shape: tuple[int, ...], image: bpy.types.Image) -> ResultSizeError:
