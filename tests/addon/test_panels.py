@@ -6,10 +6,9 @@ from types import SimpleNamespace
 
 import bpy
 import pytest
+import scenes
 from recorded_health import polled, server_panel
 from recording import draw
-
-from imageforge.addon.scene.materials import new_node_material
 
 BUSY = polled("busy")  # an upscale job at 40 %, the upscaler loaded, downloads from the hub
 READY = polled("ready")  # idle, BEN2 loaded on CPU although CUDA was asked for, downloads switched to the mirror
@@ -135,19 +134,8 @@ def test_models_panel_lists_the_catalog_with_sizes_defaults_and_download(server,
 
 
 def image_object(name: str, width: int, height: int) -> bpy.types.Object:
-    image = bpy.data.images.new(name, width, height)
-    material = new_node_material(name)
-    node = material.node_tree.nodes.new("ShaderNodeTexImage")
-    node.image = image
-    bsdf = material.node_tree.nodes["Principled BSDF"]
-    material.node_tree.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
-    mesh = bpy.data.meshes.new(name)
-    mesh.from_pydata([(0, 0, 0), (1, 0, 0), (1, 1, 0)], [], [(0, 1, 2)])
-    mesh.materials.append(material)
-    obj = bpy.data.objects.new(name, mesh)
-    bpy.context.collection.objects.link(obj)
-    bpy.context.view_layer.objects.active = obj
-    return obj
+    """A plane showing a new `width` × `height` image named `name` (scenes.image_object), made active."""
+    return scenes.image_object(bpy.data.images.new(name, width, height), name)
 
 
 def test_tools_panel_greys_tools_out_without_an_image(server):

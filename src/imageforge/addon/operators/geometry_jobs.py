@@ -119,6 +119,16 @@ def geometry_parameters() -> dict[str, Any]:
     return {"resolution_level": preferences.job_resolution_level(prefs)}
 
 
+def cutout_models() -> dict[str, str]:
+    """The models a generate-cutout-artifacts job runs (geometry, matte, clean plate), from the preferences."""
+    prefs = preferences.get_preferences()
+    return {
+        "geometry_model": preferences.job_model(prefs, Family.GEOMETRY),
+        "background_model": preferences.job_model(prefs, Family.BACKGROUND),
+        "inpaint_model": preferences.job_model(prefs, Family.INPAINT),
+    }
+
+
 def read_depth(result: JobResult, name: ResultName = ResultName.DEPTH) -> tuple[np.ndarray, np.ndarray]:
     """Camera-space points (h, w, 3) and weight (h, w) = alpha × validity, top row first."""
     depth = read_data_file(result.file(name))
@@ -215,18 +225,15 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
             normal_mode = NormalMode.OBJECT if self.displace else NormalMode.TANGENT
         self._normal_mode = normal_mode
         self._fill = self.fill_behind and bool(depth_planes_of(image))
-        prefs = preferences.get_preferences()
         return {
             **self.input_parameters(image),
             **geometry_parameters(),
+            **cutout_models(),
             "selection": selection,
             "refine": self.refine,
             "generate_depth": self.displace or self._fill,  # the background depth comes with the geometry
             "normal_mode": normal_mode.value,
-            "geometry_model": preferences.job_model(prefs, Family.GEOMETRY),
-            "background_model": preferences.job_model(prefs, Family.BACKGROUND),
             "fill_behind": self._fill,
-            "inpaint_model": preferences.job_model(prefs, Family.INPAINT),
         }
 
     def land(self, context: bpy.types.Context, result: JobResult) -> str:

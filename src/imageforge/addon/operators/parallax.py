@@ -16,10 +16,8 @@ from blendjob import JobResult
 from mathutils import Matrix
 
 from ...contract import InputError, JobId
-from ...contract.catalog import Family
 from ...contract.jobs import NormalMode
 from ...contract.results import ResultName
-from .. import preferences
 from ..scene.animation import keyframe_matrices
 from ..scene.intrinsics import read_metadata
 from ..scene.materials import normal_image, photo_material
@@ -28,6 +26,7 @@ from ..scene.pixels import read_data_file
 from .base import ImageForgeJobOperator
 from .geometry_jobs import (
     DepthTearing,
+    cutout_models,
     displaced_cutout,
     geometry_parameters,
     land_depth_plane,
@@ -79,18 +78,15 @@ class IMAGEFORGE_OT_parallax_shot(DepthTearing, ImageTool, ImageForgeJobOperator
         image = self.target_image(context)
         if not self.selection:
             raise InputError("Draw a selection around the subject first (Parallax Shot in the Tools panel).")
-        prefs = preferences.get_preferences()
         return {
             **self.input_parameters(image),
             **geometry_parameters(),
+            **cutout_models(),
             "selection": parse_selection(self.selection, image),
             "refine": self.refine,
             "generate_depth": True,
             "normal_mode": NormalMode.OBJECT.value,
             "fill_behind": True,
-            "geometry_model": preferences.job_model(prefs, Family.GEOMETRY),
-            "background_model": preferences.job_model(prefs, Family.BACKGROUND),
-            "inpaint_model": preferences.job_model(prefs, Family.INPAINT),
         }
 
     def land(self, context: bpy.types.Context, result: JobResult) -> str:

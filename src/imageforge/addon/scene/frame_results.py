@@ -61,25 +61,27 @@ def land_strip(scene: bpy.types.Scene, source: FrameSource, files: list[Path], n
 
 
 def land_clip(source: FrameSource, first: Path, name: str) -> str:
-    original = _datablock(bpy.data.movieclips, source.name)
-    clip = bpy.data.movieclips.load(str(first))
-    clip.name = name
+    original, clip = _load_in_place_of(bpy.data.movieclips, source.name, first, name, "CLIP_EDITOR", "clip")
     clip.frame_start, clip.frame_offset = original.frame_start, original.frame_offset
-    for space in _spaces("CLIP_EDITOR"):
-        if space.clip == original:
-            space.clip = clip
     return clip.name
 
 
 def land_image(source: FrameSource, first: Path, name: str) -> str:
-    original = _datablock(bpy.data.images, source.name)
-    image = bpy.data.images.load(str(first))
-    image.name = name
+    _original, image = _load_in_place_of(bpy.data.images, source.name, first, name, "IMAGE_EDITOR", "image")
     image.source = "SEQUENCE"
-    for space in _spaces("IMAGE_EDITOR"):
-        if space.image == original:
-            space.image = image
     return image.name
+
+
+def _load_in_place_of(collection, original_name: str, first: Path, name: str, space_type: str, shown: str):
+    """Load the result's first file into `collection` as `name`, and show it in every editor of `space_type`
+    that showed the original (the editor's `shown` attribute); returns (original, loaded)."""
+    original = _datablock(collection, original_name)
+    loaded = collection.load(str(first))
+    loaded.name = name
+    for space in _spaces(space_type):
+        if getattr(space, shown) == original:
+            setattr(space, shown, loaded)
+    return original, loaded
 
 
 def _strip(editor, name: str):

@@ -93,7 +93,7 @@ class SessionHandle:
 
     @property
     def model_path(self) -> Path:
-        """The downloaded graph file (never a converted copy), for checks that read the graph (models/onnx_graph.py)."""
+        """The downloaded graph file (never a converted copy), for checks that read the graph (onnx_messages.py)."""
         return self._loaded.request.files[0]
 
     @property

@@ -1,7 +1,12 @@
-"""The ONNX protobuf messages this server edits, declared from onnx.proto's field numbers, without the onnx package.
+"""The ONNX protobuf messages this server reads and edits, declared from onnx.proto's field numbers, without the
+onnx package: the one home of ONNX's wire format here.
 
-The server environment ships protobuf (ONNX Runtime needs it) but not `onnx`, and deriving a CPU copy of an
-fp16 model only reads and rewrites a few fields: graph nodes, initializers, attribute tensors, value types.
+Two uses: deriving a CPU copy of an fp16 model (inference/fp32_graph.py: `parse_model`, a full parse that is
+rewritten and serialised), and checking a model's last operation when it loads (models/ben2.py:
+`final_operator`, which reads only the top-level graph's nodes from a memory map, see `graph_nodes`).
+
+The server environment ships protobuf (ONNX Runtime needs it) but not `onnx`, and both uses read or rewrite only
+a few fields: graph nodes, initializers, attribute tensors, value types.
 Protobuf keeps every field it does not know as unknown bytes and writes them back unchanged, so a subset of
 the schema round-trips a whole model: shapes, doc strings, opset imports and everything else pass through.
 
@@ -12,6 +17,10 @@ does not know survive as numbers.
 
 from __future__ import annotations
 
+import mmap
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -152,3 +161,89 @@ def parse_model(data: bytes) -> Any:
     model = ModelProto()
     model.ParseFromString(data)
     return model
+
+
+# -- reading a graph's nodes without reading its weights --------------------------------------------------------
+#
+# A full parse holds every weight twice (about twice the file in memory: 450 MB peak for a 200 MB model, against
+# 5 MB for this), which a check at load time must not cost. The nodes are a small part of the file: their spans
+# are found in a memory map from the schema's field numbers, and each is parsed by the same NodeProto class the
+# rewrite uses. Initializers are skipped by their length, never copied.
+
+Span = tuple[int, int]  # (start, end) of a length-delimited field's bytes
+# Operators that pass values through unchanged (or only change their dtype or shape): looked through.
+PASS_THROUGH = frozenset({"Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})
+_LENGTH_DELIMITED = 2
+
+
+def field_number(message: str, name: str) -> int:
+    """The field's number in SCHEMA (onnx.proto's, checked against the onnx package by a test)."""
+    return next(number for field, number, *_ in SCHEMA[message] if field == name)
+
+
+def _varint(data: memoryview, position: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, position
+        shift += 7
+
+
+def _spans(data: memoryview, span: Span, wanted: int) -> Iterator[Span]:
+    """The spans of one message's length-delimited fields numbered `wanted`; every other field is skipped."""
+    position, end = span
+    while position < end:
+        key, position = _varint(data, position)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            _, position = _varint(data, position)
+        elif wire == _LENGTH_DELIMITED:
+            length, position = _varint(data, position)
+            if number == wanted:
+                yield position, position + length
+            position += length
+        elif wire == 1:
+            position += 8
+        elif wire == 5:
+            position += 4
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire}")
+
+
+def graph_nodes(path: Path) -> list[Any]:
+    """The NodeProtos of the model's top-level graph, read from a memory map of the file."""
+    graph, node = field_number("ModelProto", "graph"), field_number("GraphProto", "node")
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        view = memoryview(data)
+        try:
+            return [
+                NodeProto.FromString(bytes(view[start:end]))
+                for graph_span in _spans(view, (0, len(view)), graph)
+                for start, end in _spans(view, graph_span, node)
+            ]
+        finally:
+            view.release()
+
+
+@lru_cache(maxsize=8)
+def _producers(path: str, size: int, mtime_ns: int) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Tensor name → (op_type, inputs) of the node that produces it."""
+    return {output: (node.op_type, tuple(node.input)) for node in graph_nodes(Path(path)) for output in node.output}
+
+
+def final_operator(path: Path, output: str) -> str | None:
+    """The op_type that computes `output`, looking through casts and reshapes; None for a graph input.
+    Used to verify a model's last operation (BEN2's matte must end in a sigmoid) when its file is loaded."""
+    info = path.stat()
+    producers = _producers(str(path), info.st_size, info.st_mtime_ns)
+    name, seen = output, set()
+    while name in producers and name not in seen:
+        seen.add(name)
+        op_type, inputs = producers[name]
+        if op_type not in PASS_THROUGH or not inputs:
+            return op_type
+        name = inputs[0]
+    return None

@@ -25,9 +25,9 @@ import numpy as np
 from ...contract import ModelUnavailableError
 from ...contract.catalog import Family, ModelEntry
 from ..inference import SessionHandle
+from ..inference.onnx_messages import final_operator
 from ..media import resize, resize_bilinear
 from .base import Adapter
-from .onnx_graph import final_operator
 
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
