@@ -21,6 +21,7 @@ def stop_invoke(active):
 
 def test_stop_asks_first_when_another_client_is_attached_and_not_otherwise(job_server):
     from imageforge.addon import blender_runtime
+    from imageforge.contract.health import ClientLease
 
     invoke = stop_invoke(blender_runtime.get_runtime())
     executed: list[bool] = []
@@ -28,7 +29,7 @@ def test_stop_asks_first_when_another_client_is_attached_and_not_otherwise(job_s
     window_manager = RecordingWindowManager()
     context = SimpleNamespace(window_manager=window_manager)
 
-    job_server.other_clients = lambda: [{"client_id": "a" * 32, "kind": "cli", "pid": 77}]
+    job_server.other_clients = lambda: [ClientLease("a" * 32, 77, "cli", 3.0)]
     assert invoke(operator, context, None) == {"RUNNING_MODAL"}
     assert executed == []
     assert window_manager.confirmations == [

@@ -17,6 +17,7 @@ import pytest
 from imageforge.client import retirement
 from imageforge.client.controller import stop_confirmation
 from imageforge.client.job_runner import make_runtime, run_job
+from imageforge.contract.health import ClientLease
 from imageforge.contract.results import ResultName
 from imageforge.contract.server_clients import LINGER_VARIABLE, ClientKind
 from imageforge.server.inference.devices import default_intra_op_threads, physical_cores
@@ -168,7 +169,7 @@ def test_two_clients_attach_to_one_server_which_outlives_the_first_and_lingers_a
     assert (second.pid, second.instance_id) == (first.pid, first.instance_id)
     clients = cli.server.health()["resources"]["clients"]["clients"]
     assert sorted((c["kind"], c["pid"]) for c in clients) == [("blender", os.getpid()), ("cli", os.getpid())]
-    assert [c["kind"] for c in cli.server.other_clients()] == ["blender"]
+    assert [c.kind for c in cli.server.other_clients()] == ["blender"]
 
     blender.server.detach()  # Blender quits: the CLI's job goes on
     result = run_job(cli, "remove-background", {"input": str(kit.image)})
@@ -244,7 +245,7 @@ time.sleep(120)
 
 def test_stop_asks_first_only_when_someone_else_uses_the_server():
     assert stop_confirmation([]) is None
-    message = stop_confirmation([{"kind": "blender", "pid": 41}, {"kind": "cli", "pid": 42}])
+    message = stop_confirmation([ClientLease("a" * 32, 41, "blender", 1.0), ClientLease("b" * 32, 42, "cli", 2.0)])
     assert message == (
         "The server is also used by Blender (pid 41), the imageforge command (pid 42); stopping it cancels their "
         "jobs too."

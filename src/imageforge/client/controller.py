@@ -38,7 +38,9 @@ from blendjob.runtime import windows_creation_flags
 from blendjob.server import TERMINAL_STATES
 from blendjob.storage import StorageLock, read_json, write_json
 
+from ..contract.errors import InputError
 from ..contract.file_lock import exclusive_file_lock
+from ..contract.health import ClientLease, ClientsHealth
 from ..contract.server_clients import ClientKind, linger_seconds
 from ..contract.server_credentials import CredentialsError, ServerCredentials, read_credentials, write_credentials
 from . import retirement
@@ -279,11 +281,15 @@ class ImageForgeServerController(ServerControllerHooks):
         if attachment is not None:
             attachment.detach()
 
-    def other_clients(self) -> list[dict[str, Any]]:
+    def other_clients(self) -> list[ClientLease]:
         """The other clients attached to the server (from the last health snapshot): Stop stops theirs too."""
         own = self.attachment.client_id if self.attachment is not None else None
-        listed = ((self.snapshot.get("resources") or {}).get("clients") or {}).get("clients") or []
-        return [client for client in listed if isinstance(client, dict) and client.get("client_id") != own]
+        raw = (self.snapshot.get("resources") or {}).get("clients")
+        try:
+            listed = ClientsHealth.from_json(raw).clients if raw is not None else ()
+        except InputError:
+            return []  # an unreadable snapshot names nobody; the next poll brings a fresh one
+        return [client for client in listed if client.client_id != own]
 
     # -- stop and restart, without holding the caller --------------------------------------------------------
 
@@ -445,13 +451,12 @@ def storage_locked(root: Path) -> bool:
     return False
 
 
-def stop_confirmation(others: list[dict[str, Any]]) -> str | None:
+def stop_confirmation(others: list[ClientLease]) -> str | None:
     """What Stop asks when other clients use the server (None: nobody else, stop at once)."""
     if not others:
         return None
     names = ", ".join(
-        f"{'Blender' if client.get('kind') == ClientKind.BLENDER.value else 'the imageforge command'} "
-        f"(pid {client.get('pid')})"
+        f"{'Blender' if client.kind == ClientKind.BLENDER.value else 'the imageforge command'} (pid {client.pid})"
         for client in others
     )
     return f"The server is also used by {names}; stopping it cancels their jobs too."
