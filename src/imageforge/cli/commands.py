@@ -37,6 +37,7 @@ __all__ = [
     "batch",
     "job_files",
     "jobs",
+    "models_convert",
     "models_download",
     "models_list",
     "models_verify",
@@ -132,7 +133,7 @@ def jobs(_args: argparse.Namespace) -> int:
 
 def models_list(args: argparse.Namespace) -> int:
     root = _storage_root(args)
-    for entry in load_catalog().models:
+    for entry in load_catalog(storage_root=root).models:
         size = f"{entry.declared_size / 1e6:.0f} MB" if entry.declared_size else "size unknown"
         state = model_status(root, entry).summary
         marker = "*" if entry.default else " "
@@ -141,16 +142,34 @@ def models_list(args: argparse.Namespace) -> int:
 
 
 def models_download(args: argparse.Namespace) -> int:
-    load_catalog().get(args.key)  # unknown keys fail here with the list of valid ones
-    result = _run_on_server(_storage_root(args), "download-model", {"model": args.key})
+    root = _storage_root(args)
+    load_catalog(storage_root=root).get(args.key)  # unknown keys fail here with the list of valid ones
+    result = _run_on_server(root, "download-model", {"model": args.key})
     print(result.file(ResultName.MANIFEST).read_text(encoding="utf-8"))
+    return 0
+
+
+def models_convert(args: argparse.Namespace) -> int:
+    """Convert a model on this machine through the job server (convert-model); prints the new file's path."""
+    from ..contract.conversions import load_conversions
+
+    conversion = load_conversions().get(args.key)  # unknown keys fail here with the list of valid ones
+    _say(
+        f"Converting {conversion.label}: a converter environment (about "
+        f"{load_conversions().environment.approximate_bytes / 1e9:.1f} GB, once), the official weights (about "
+        f"{conversion.approximate_download_bytes / 1e6:.0f} MB), then an export of several minutes; Ctrl-C cancels."
+    )
+    result = _run_on_server(_storage_root(args), "convert-model", {"model": args.key})
+    report = json.loads(result.file(ResultName.CONVERSION).read_text(encoding="utf-8"))
+    _say(f"{report['model']} is ready and is now the default camera model (generate-multiview-cameras).")
+    print(report["path"])
     return 0
 
 
 def models_verify(args: argparse.Namespace) -> int:
     root = _storage_root(args)
     failures = 0
-    for entry in load_catalog().models:
+    for entry in load_catalog(storage_root=root).models:
         for item in model_status(root, entry, use_cache=False).files:
             if item.state.value != "missing":
                 print(f"{item.state.value:<10} {entry.key} {item.file.path}")

@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     job_files.add_argument("--dry-run", action="store_true", help="Only list what would be deleted")
     job_files.set_defaults(handler=commands.job_files)
 
-    models = sub.add_parser("models", help="List, download or verify models")
+    models = sub.add_parser("models", help="List, download, convert or verify models")
     models_sub = models.add_subparsers(dest="models_command", required=True)
     models_sub.add_parser("list", help="Catalog models and whether they are ready").set_defaults(
         handler=commands.models_list
@@ -69,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     download = models_sub.add_parser("download", help="Download one model through the job server")
     download.add_argument("key", help="Catalog key, e.g. BEN2_BASE")
     download.set_defaults(handler=commands.models_download)
+    convert = models_sub.add_parser(
+        "convert", help="Make a model on this machine (DA3 with cameras) through the job server; prints its path"
+    )
+    convert.add_argument("key", help="DA3_SMALL or DA3_BASE")
+    convert.set_defaults(handler=commands.models_convert)
     models_sub.add_parser("verify", help="Re-hash every downloaded model file").set_defaults(
         handler=commands.models_verify
     )

@@ -1,4 +1,5 @@
-"""The model catalog: frozen records loaded from JSON data (built in, or IMAGEFORGE_MODEL_CATALOG).
+"""The model catalog: frozen records loaded from JSON data (built in, or IMAGEFORGE_MODEL_CATALOG), with the
+storage root's local overlay (`models/local-catalog.json`: models converted on this machine) merged over it.
 
 Schema and optional fields: docs/models.md.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from .errors import InputError, ModelUnavailableError
 
 BUILTIN_CATALOG = Path(__file__).with_name("models.json")
 CATALOG_ENVIRONMENT_VARIABLE = "IMAGEFORGE_MODEL_CATALOG"
+LOCAL_OVERLAY = ("models", "local-catalog.json")  # under the storage root; written by the convert-model job
 
 
 class Family(StrEnum):
@@ -149,11 +151,43 @@ def _unsafe(relative: str) -> bool:
     return not relative or relative.startswith(("/", "\\")) or ":" in relative or ".." in parts
 
 
-def load_catalog(path: str | os.PathLike[str] | None = None) -> Catalog:
-    """Load the catalog named by `path`, else $IMAGEFORGE_MODEL_CATALOG, else the built-in one."""
+def local_overlay_path(storage_root: str | os.PathLike[str]) -> Path:
+    return Path(storage_root).joinpath(*LOCAL_OVERLAY)
+
+
+def load_catalog(
+    path: str | os.PathLike[str] | None = None, *, storage_root: str | os.PathLike[str] | None = None
+) -> Catalog:
+    """Load the catalog named by `path`, else $IMAGEFORGE_MODEL_CATALOG, else the built-in one; with a
+    `storage_root`, that root's local overlay (models converted there) is merged over it (`merge_catalogs`)."""
     source = Path(path or os.environ.get(CATALOG_ENVIRONMENT_VARIABLE) or BUILTIN_CATALOG)
+    base = parse_catalog(_read(source), source)
+    if storage_root is None:
+        return base
+    overlay = local_overlay_path(storage_root)
+    if not overlay.is_file():
+        return base
+    return merge_catalogs(base, parse_catalog(_read(overlay), overlay))
+
+
+def merge_catalogs(base: Catalog, overlay: Catalog) -> Catalog:
+    """`overlay`'s entries replace `base`'s of the same key and follow the others; a family with an overlay
+    default takes it as its default (a model converted here is preferred over a built-in one)."""
+    replacing = {entry.key: entry for entry in overlay.models}
+    families = {entry.family for entry in overlay.models if entry.default}
+    merged = [
+        replacing[entry.key]
+        if entry.key in replacing
+        else (replace(entry, default=False) if entry.family in families else entry)
+        for entry in base.models
+    ]
+    known = {entry.key for entry in base.models}
+    merged.extend(entry for entry in overlay.models if entry.key not in known)
+    return Catalog(tuple(merged), base.source)
+
+
+def _read(source: Path) -> Any:
     try:
-        data = json.loads(source.read_text(encoding="utf-8"))
+        return json.loads(source.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise ModelUnavailableError(f"Cannot read the model catalog {source}: {error}.") from error
-    return parse_catalog(data, source)

@@ -17,6 +17,7 @@ from .results import ResultName, ResultSpec, expected_results
 class JobId(StrEnum):
     DOWNLOAD_MODEL = "download-model"
     DOWNLOAD_REQUIRED_MODELS = "download-required-models"
+    CONVERT_MODEL = "convert-model"
     REMOVE_BACKGROUND = "remove-background"
     UPSCALE_IMAGE = "upscale-image"
     REFINE_IMAGE_SELECTION = "refine-image-selection"
@@ -87,6 +88,11 @@ class DownloadModelParams:
 @dataclass(frozen=True)
 class DownloadRequiredModelsParams:
     models: list[str] | None = param(None, doc="Catalog keys; null downloads the catalog's defaults.")
+
+
+@dataclass(frozen=True)
+class ConvertModelParams:
+    model: str = param(doc="What to convert (contract/conversions.json): DA3_SMALL or DA3_BASE.")
 
 
 @dataclass(frozen=True)
@@ -255,6 +261,17 @@ JOB_SPECS: dict[JobId, JobSpec] = {
             "Download Required Models",
             DownloadRequiredModelsParams,
             {ResultName.MANIFEST: _always("JSON: for each model key, its files and per file `downloaded` or `ready`.")},
+        ),
+        JobSpec(
+            JobId.CONVERT_MODEL,
+            "Convert Model",
+            ConvertModelParams,
+            {
+                ResultName.CONVERSION: _always(
+                    "JSON: the converted model's catalog key, file, size, SHA-256, its check against torch and "
+                    "the time each stage took."
+                )
+            },
         ),
         JobSpec(
             JobId.REMOVE_BACKGROUND,

@@ -20,6 +20,7 @@ class ResultName(StrEnum):
     """Every result name a job may return (docs/jobs.md); a member equals its string."""
 
     MANIFEST = "manifest"
+    CONVERSION = "conversion"
     FOREGROUND = "foreground"
     ALPHA = "alpha"
     UPSCALE = "upscale"

@@ -6,7 +6,9 @@ the server and the add-on never import it. Usage:
     python da3_export.py --model da3-small --weights model.safetensors --output da3_small_cameras.onnx
 
 prints one JSON line: the output's SHA-256 and size, and the ONNX-versus-torch check on sizes other than the
-traced one.
+traced one. With `--progress`, JSON lines `{"progress": fraction, "message": text}` come before it (the server's
+convert-model job streams them into its progress). The output appears only once it passed the check: the
+export is written to `<output>.part`, renamed when the check passes and deleted when it fails.
 
 The ONNX file: input `image` float32 [1, views, 3, height, width] (ImageNet-normalised, sides multiples of 14,
 longest side at most the traced 504) → `depth`, `depth_conf` [1, views, height, width], `extrinsics`
@@ -182,14 +184,25 @@ def export(net: torch.nn.Module, output: Path) -> CameraExport:
     return module
 
 
-def verify(module: CameraExport, output: Path, shapes: list[tuple[int, ...]]) -> dict[str, float]:
+CHECK_SHAPES = [(1, 3, 3, 504, 504), (1, 4, 3, 280, 504), (1, 3, 3, 378, 504)]  # none is the traced one
+
+
+def say(fraction: float, message: str) -> None:
+    """A progress line for whoever runs the exporter (only with --progress)."""
+    print(json.dumps({"progress": round(fraction, 3), "message": message}), flush=True)
+
+
+def verify(module: CameraExport, output: Path, shapes: list[tuple[int, ...]], report=None) -> dict[str, float]:
     """Largest error of the ONNX file against torch (in traceable mode) per output, relative to its range."""
     import onnxruntime
 
     session = onnxruntime.InferenceSession(str(output), providers=["CPUExecutionProvider"])
     worst = dict.fromkeys(OUTPUTS, 0.0)
     generator = torch.Generator().manual_seed(0)
-    for shape in shapes:
+    for number, shape in enumerate(shapes, start=1):
+        if report is not None:
+            views, height, width = shape[1], shape[3], shape[4]
+            report(number, f"Checking the ONNX file against torch ({number}/{len(shapes)}: {views} × {width}×{height})")
         image = torch.randn(*shape, generator=generator)
         with traceable(), torch.no_grad():
             expected = [value.numpy() for value in module(image)]
@@ -216,13 +229,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weights", type=Path, help="the official model.safetensors (random weights without)")
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--tolerance", type=float, default=1e-3)
+    parser.add_argument("--progress", action="store_true", help="print JSON progress lines before the result")
     args = parser.parse_args(argv)
+    report = say if args.progress else lambda _fraction, _message: None
     started = time.perf_counter()
     torch.manual_seed(0)
+    report(0.0, "Building the network and loading the weights")
     net = build_network(args.model, args.weights)
     partial = args.output.with_name(args.output.name + ".part")
+    report(0.05, f"Exporting to ONNX (traced with {TRACE_VIEWS} views)")
     module = export(net, partial)
-    checks = verify(module, partial, [(1, 3, 3, 504, 504), (1, 4, 3, 280, 504), (1, 3, 3, 378, 504)])
+    try:
+        checks = verify(module, partial, CHECK_SHAPES, lambda number, text: report(0.25 + 0.25 * (number - 1), text))
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     if max(checks.values()) > args.tolerance:
         partial.unlink()
         worst = max(checks.values())

@@ -21,7 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...contract import ModelUnavailableError
 from ...contract.catalog import ModelEntry
+from ...contract.conversions import CONVERTED_FROM
 from ...contract.health import DownloadSource
 from ...contract.model_files import FileState, FileStatus, model_status, remember_hash
 from .failures import DownloadCancelled, SourceRefused, SourceUnreachable, TransferBroken, gave_up
@@ -67,6 +69,13 @@ def ensure_models(
     statuses = [model_status(storage_root, entry) for entry in unique]
     outcome = {status.entry.key: {item.file.path: "ready" for item in status.files} for status in statuses}
     missing = [(status.entry, item) for status in statuses for item in status.files if not item.ready]
+    for entry, item in missing:
+        if CONVERTED_FROM in entry.options:  # made on this machine: no source has the file
+            raise ModelUnavailableError(
+                f"{entry.label} was converted on this machine and its file is {item.state.value.replace('_', ' ')}; "
+                f"convert it again with 'imageforge models convert {entry.options[CONVERTED_FROM]}' or the Models "
+                "panel's Prepare DA3 camera model…."
+            )
     meter = TransferMeter(report, total_bytes=sum(item.file.size or 0 for _, item in missing))
     for entry, item in missing:
         if item.state in (FileState.WRONG_SIZE, FileState.WRONG_HASH):

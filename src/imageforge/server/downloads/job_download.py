@@ -44,7 +44,7 @@ def download_into_job(
             entries,
             sources=sources,
             report=report,
-            cancelled=lambda: _cancel_requested(context),
+            cancelled=lambda: cancel_requested(context),
             log=context.log,
         )
     except DownloadCancelled:
@@ -52,7 +52,7 @@ def download_into_job(
     return outcome
 
 
-def _cancel_requested(context: Any) -> bool:
+def cancel_requested(context: Any) -> bool:
     """BlendJob's public cancellation check raises; the download loop wants a yes or no between chunks."""
     try:
         context.check_cancelled()

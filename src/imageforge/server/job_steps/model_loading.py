@@ -25,7 +25,7 @@ def prepare_adapter(
     """Resolve the catalog entry (null: the family default), fetch it if missing, and load its adapter,
     which must be an `expect` (a custom catalog can name any adapter of the family)."""
     progress.stage(current_fraction(context), "Preparing model")  # a job's second model keeps the bar where it is
-    entry = load_catalog().resolve(model, family)
+    entry = load_catalog(storage_root=context.storage_root).resolve(model, family)
     adapter = load_adapter(context, entry, device, download_until=DOWNLOAD_END)
     if not isinstance(adapter, expect):
         raise ModelUnavailableError(

@@ -13,6 +13,7 @@ from __future__ import annotations
 from ...contract import JobId
 from ..handler import Runner
 from . import (
+    convert_model,
     cutout,
     debug_geometry_models,
     debug_image_models,
@@ -28,6 +29,7 @@ from . import (
 JOB_RUNNERS: dict[JobId, Runner] = {
     JobId.DOWNLOAD_MODEL: download_models.run_download_model,
     JobId.DOWNLOAD_REQUIRED_MODELS: download_models.run_download_required_models,
+    JobId.CONVERT_MODEL: convert_model.run_convert_model,
     JobId.REMOVE_BACKGROUND: remove_background.run_remove_background,
     JobId.UPSCALE_IMAGE: upscale_image.run_upscale_image,
     JobId.REFINE_IMAGE_SELECTION: refine_selection.run_refine_image_selection,

@@ -32,7 +32,7 @@ def run_download_required_models(context: Any, params: DownloadRequiredModelsPar
 
 
 def _download(context: Any, keys: list[str] | None) -> dict[ResultName, str]:
-    catalog = load_catalog()
+    catalog = load_catalog(storage_root=context.storage_root)
     entries = [catalog.get(key) for key in keys] if keys is not None else list(catalog.defaults)
     outcome = download_into_job(context, entries)
     prepare_for_cpu(context, entries)

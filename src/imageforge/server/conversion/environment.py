@@ -1,0 +1,138 @@
+"""The throwaway converter environment: Python 3.11 with torch CPU and DA3's package, built with uv, reused.
+
+It lives in `<storage>/converters/<digest>/venv`, the digest naming its exact pins (contract/conversions.json),
+and counts as ready only once `environment.json` (written last) names the same pins: a half-built or older
+environment is deleted and built again; environments of other pins are deleted when a new one is built.
+
+Every package is installed with `--no-deps` from its exact pin, so no resolver ever chooses a version, least
+of all another torch. torch comes from the PyTorch CPU index (a CPU build, no CUDA libraries), everything
+else from PyPI; with $IMAGEFORGE_CONVERTER_WHEELS (local folders of wheels, os.pathsep between them) uv
+looks only there (`--no-index --find-links`): offline and air-gapped machines, and the tests.
+
+uv is the one the add-on's setup seeded into `<storage>/tools/` (BlendJob's place for it), else
+$IMAGEFORGE_UV, else `uv` on PATH.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from ...contract import ModelUnavailableError, ResourceExhaustedError
+from ...contract.conversions import WHEELHOUSE_VARIABLE, ConverterEnvironment
+from .process import run_process, tail
+
+UV_VARIABLE = "IMAGEFORGE_UV"
+MARKER = "environment.json"
+Step = Callable[[list[str], str], None]  # (command, what it does) → runs it or raises
+
+
+def converters_root(storage_root: Path) -> Path:
+    return Path(storage_root) / "converters"
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def find_uv(storage_root: Path) -> str:
+    """The uv to build with, or a one-sentence error saying where it was looked for."""
+    seeded = Path(storage_root) / "tools" / ("uv.exe" if os.name == "nt" else "uv")
+    for candidate in (str(seeded), os.environ.get(UV_VARIABLE, ""), shutil.which("uv") or ""):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    raise ModelUnavailableError(
+        f"Converting needs uv, which was found neither in {seeded.parent}, nor in ${UV_VARIABLE}, nor on PATH; "
+        "run Set Up Server again (it installs uv there) or install uv (https://docs.astral.sh/uv/)."
+    )
+
+
+def ready_python(storage_root: Path, environment: ConverterEnvironment) -> Path | None:
+    """The environment's python when it is complete for exactly these pins, else None."""
+    root = converters_root(storage_root) / environment.digest
+    python = venv_python(root / "venv")
+    try:
+        marker = json.loads((root / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return python if marker == _marker(environment) and python.is_file() else None
+
+
+def install_commands(uv: str, python: Path, environment: ConverterEnvironment) -> list[tuple[list[str], str]]:
+    """The two installs (torch from its CPU index, then the rest), both `--no-deps` from exact pins."""
+    wheelhouse = environment.wheelhouse()
+    local = ["--no-index", *(argument for folder in wheelhouse for argument in ("--find-links", str(folder)))]
+    base = [uv, "pip", "install", "--python", str(python), "--no-deps"]
+    torch_source = local if wheelhouse else ["--index-url", environment.torch_index]
+    return [
+        ([*base, *torch_source, environment.torch], f"install {environment.torch} (CPU)"),
+        ([*base, *(local if wheelhouse else []), *environment.packages], "install the converter's packages"),
+    ]
+
+
+def ensure_environment(
+    storage_root: Path, environment: ConverterEnvironment, step: Step, report: Callable[[str], None]
+) -> Path:
+    """The converter's python, building its environment first when it is not ready for these pins."""
+    python = ready_python(storage_root, environment)
+    if python is not None:
+        report("Converter environment is ready")
+        return python
+    uv = find_uv(storage_root)
+    wheelhouse = environment.wheelhouse()
+    missing = [folder for folder in wheelhouse if not folder.is_dir()]
+    if missing:
+        raise ModelUnavailableError(f"{WHEELHOUSE_VARIABLE} names {missing[0]}, which is not a folder.")
+    parent = converters_root(storage_root)
+    for old in parent.glob("*") if parent.is_dir() else []:
+        shutil.rmtree(old, ignore_errors=True)  # throwaway: other pins, or a build that never finished
+    root = parent / environment.digest
+    root.mkdir(parents=True)
+    venv = root / "venv"
+    try:
+        report(f"Creating the converter's Python {environment.python} environment")
+        create = [uv, "venv", "--no-project", "--python", environment.python, str(venv)]
+        step(create, "create the converter environment")
+        python = venv_python(venv)
+        where = f"from {os.pathsep.join(map(str, wheelhouse))}" if wheelhouse else "from the PyTorch CPU index and PyPI"
+        for number, (command, what) in enumerate(install_commands(uv, python, environment), start=1):
+            report(f"Installing the converter ({number}/2: {what}, {where})")
+            step(command, what)
+        (root / MARKER).write_text(json.dumps(_marker(environment), indent=2), encoding="utf-8")
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    report("Converter environment is ready")
+    return python
+
+
+def uv_step(log: Path, cancelled: Callable[[], bool]) -> Step:
+    """A Step that runs uv as a cancellable child and turns its failure into one sentence."""
+
+    def step(command: list[str], what: str) -> None:
+        log.write_text("", encoding="utf-8")
+        status = run_process(command, stderr_path=log, cancelled=cancelled, env=_uv_environment())
+        if status:
+            said = tail(log, 3)
+            if any("No space left" in line for line in said):
+                raise ResourceExhaustedError(f"The disk is full: could not {what}; free some space and retry.")
+            reason = said[-1].strip() if said else f"uv exited with status {status}"
+            raise ModelUnavailableError(f"Could not {what} for the converter: {reason}")
+
+    return step
+
+
+def _uv_environment() -> dict[str, str]:
+    """uv as the user configured it, minus a virtual environment of the server's own that could redirect it."""
+    environment = dict(os.environ)
+    for name in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "PYTHONPATH", "PYTHONHOME"):
+        environment.pop(name, None)
+    environment.setdefault("UV_NO_PROGRESS", "1")
+    return environment
+
+
+def _marker(environment: ConverterEnvironment) -> dict:
+    return {"python": environment.python, "packages": [environment.torch, *environment.packages]}

@@ -1,0 +1,128 @@
+"""convert-model: make a model that has no official ONNX file (DA3 with its camera decoder) on this machine.
+
+Stages (progress):
+1. 0.00–0.30 the converter environment (server/conversion/environment.py): reused when ready for the pins of
+   contract/conversions.json, else built with uv (Python 3.11, torch CPU, depth-anything-3, onnx, …);
+2. 0.30–0.50 the official weights through the verified, resumable download code (`<storage>/models/<directory>/`);
+3. 0.50–0.95 the exporter as a child process (server/conversion/exporter.py), its progress streamed, killed on
+   cancel; it checks the ONNX file against torch on sizes other than the traced one and keeps nothing that fails;
+4. the checked file is moved into `<storage>/models/<directory>/` with its SHA-256 remembered and registered in
+   the local catalog overlay as its family's default, so generate-multiview-cameras finds and prefers it.
+
+Work happens in `<storage>/models/.staging/convert-<KEY>/`, deleted whatever the outcome: a cancelled or failed
+conversion leaves no file that could be taken for a model (the downloaded weights and a ready environment stay
+for the next try). The result `conversion.json` names the model key, file, size, SHA-256, check and timings.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from blendjob.server import JobCancelled
+
+from ...contract import ResourceExhaustedError
+from ...contract.conversions import Conversion, ConverterEnvironment, load_conversions
+from ...contract.jobs import ConvertModelParams
+from ...contract.model_files import models_root, remember_hash
+from ...contract.results import ResultName
+from ..conversion.environment import ensure_environment, ready_python, uv_step
+from ..conversion.exporter import export_model
+from ..conversion.local_catalog import register
+from ..conversion.process import ProcessCancelled
+from ..downloads.job_download import cancel_requested, download_into_job
+from ..media import write_json
+
+RESULT = "conversion.json"
+ENVIRONMENT_END, DOWNLOAD_END, EXPORT_END = 0.30, 0.50, 0.95
+MARGIN_BYTES = 500 * 1000**2
+
+
+def run_convert_model(context: Any, params: ConvertModelParams) -> dict[ResultName, str]:
+    conversions = load_conversions()
+    conversion = conversions.get(params.model)
+    storage = Path(context.storage_root)
+    check_free_space(storage, conversions.environment, conversion)
+    scratch = models_root(storage) / ".staging" / f"convert-{conversion.key}"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    cancelled = lambda: cancel_requested(context)  # noqa: E731
+    timings: dict[str, float] = {}
+    try:
+        started = time.perf_counter()
+        steps = iter((0.02, 0.05, 0.12, 0.28))
+        python = ensure_environment(
+            storage,
+            conversions.environment,
+            uv_step(scratch / "uv.log", cancelled),
+            report=lambda message: context.progress(next(steps, ENVIRONMENT_END - 0.01), message),
+        )
+        timings["environment_seconds"] = round(time.perf_counter() - started, 1)
+        started = time.perf_counter()
+        source = conversion.source
+        download_into_job(context, [source], within=(ENVIRONMENT_END, DOWNLOAD_END))
+        timings["download_seconds"] = round(time.perf_counter() - started, 1)
+        weights = models_root(storage) / source.directory / source.files[0].path
+        exported = export_model(
+            python,
+            conversion,
+            weights,
+            scratch / conversion.result.path,
+            log=scratch / "exporter.log",
+            cancelled=cancelled,
+            report=lambda fraction, message: context.progress(
+                DOWNLOAD_END + (EXPORT_END - DOWNLOAD_END) * min(max(fraction, 0.0), 1.0), message
+            ),
+            job_log=context.log,
+        )
+        timings["export_seconds"] = exported.seconds
+        context.check_cancelled()
+        context.progress(EXPORT_END, f"Storing {conversion.result.label}")
+        destination = models_root(storage) / conversion.result.directory / conversion.result.path
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(exported.path, destination)
+        remember_hash(storage, destination, exported.sha256)
+        overlay = register(storage, conversion.catalog_record(exported.size, exported.sha256))
+    except ProcessCancelled:
+        raise JobCancelled("Conversion cancelled; the downloaded weights are kept for the next try.") from None
+    except OSError as error:
+        if error.errno == 28:  # ENOSPC
+            raise ResourceExhaustedError(f"The disk is full: could not convert {conversion.label}.") from error
+        raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    context.log(
+        f"{conversion.result.key}: {destination} ({exported.size} bytes, sha256 {exported.sha256}); "
+        f"check against torch {exported.check_relative_error}; {timings}"
+    )
+    write_json(
+        Path(context.directory) / RESULT,
+        {
+            "model": conversion.result.key,
+            "converted_from": conversion.key,
+            "path": str(destination),
+            "bytes": exported.size,
+            "sha256": exported.sha256,
+            "check_relative_error": exported.check_relative_error,
+            "local_catalog": str(overlay),
+            **timings,
+        },
+    )
+    return {ResultName.CONVERSION: RESULT}
+
+
+def check_free_space(storage: Path, environment: ConverterEnvironment, conversion: Conversion) -> None:
+    """Refuse before any work when the disk cannot hold the environment, the weights and the export."""
+    needed = 2 * conversion.approximate_download_bytes + MARGIN_BYTES
+    if ready_python(storage, environment) is None:
+        needed += environment.approximate_bytes
+    storage.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(storage).free
+    if free < needed:
+        raise ResourceExhaustedError(
+            f"Converting {conversion.label} needs about {needed / 1e9:.1f} GB free in {storage}, "
+            f"but only {free / 1e9:.1f} GB are; free some space and retry."
+        )
