@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from imageforge.contract import InputError, ModelUnavailableError
-from imageforge.contract.catalog import BUILTIN_CATALOG, Family, load_catalog, parse_catalog
+from imageforge.contract.catalog import BUILTIN_CATALOG, Family, load_catalog, local_overlay_path, parse_catalog
 
 VALID = {
     "key": "TEST",
@@ -114,3 +114,32 @@ def test_the_environment_variable_overrides_the_builtin_catalog(tmp_path, monkey
     override.write_text("{not json", encoding="utf-8")
     with pytest.raises(ModelUnavailableError, match=r"^Cannot read the model catalog .*catalog\.json"):
         load_catalog()
+
+
+def test_the_local_overlay_replaces_adds_and_takes_the_default(tmp_path: Path, monkeypatch):
+    base = tmp_path / "base.json"
+    first, second = variant(key="A", default=True), variant(key="B")
+    base.write_text(json.dumps({"models": [first, second, variant(key="G", family="geometry", default=True)]}))
+    monkeypatch.setenv("IMAGEFORGE_MODEL_CATALOG", str(base))
+    storage = tmp_path / "storage"
+    assert [entry.key for entry in load_catalog(storage_root=storage).models] == ["A", "B", "G"]  # no overlay yet
+    overlay = local_overlay_path(storage)
+    overlay.parent.mkdir(parents=True)
+    overlay.write_text(json.dumps({"models": [variant(key="B", label="B here"), variant(key="C", default=True)]}))
+    catalog = load_catalog(storage_root=storage)
+    assert [(entry.key, entry.label, entry.default) for entry in catalog.models] == [
+        ("A", "Test", False),  # the family's default is now the overlay's
+        ("B", "B here", False),
+        ("G", "Test", True),  # another family keeps its own
+        ("C", "Test", True),
+    ]
+    assert catalog.default_for(Family.BACKGROUND).key == "C"
+    assert [entry.key for entry in load_catalog().models] == ["A", "B", "G"]  # without a storage root: no overlay
+
+
+def test_a_broken_overlay_is_named(tmp_path: Path):
+    overlay = local_overlay_path(tmp_path)
+    overlay.parent.mkdir(parents=True)
+    overlay.write_text("{")
+    with pytest.raises(ModelUnavailableError, match=f"Cannot read the model catalog {overlay}"):
+        load_catalog(storage_root=tmp_path)

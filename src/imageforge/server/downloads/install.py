@@ -74,7 +74,7 @@ def ensure_models(
             raise ModelUnavailableError(
                 f"{entry.label} was converted on this machine and its file is {item.state.value.replace('_', ' ')}; "
                 f"convert it again with 'imageforge models convert {entry.options[CONVERTED_FROM]}' or the Models "
-                "panel's Prepare DA3 camera model…."
+                "panel's Prepare DA3 camera model… button."
             )
     meter = TransferMeter(report, total_bytes=sum(item.file.size or 0 for _, item in missing))
     for entry, item in missing:
