@@ -3,7 +3,7 @@
 The data is `conversions.json`, the one home of the converter environment's exact pins (every package
 installed without dependencies, so no resolver can pull another torch) and of each conversion's source
 (the official Apache-2.0 weights on Hugging Face) and result (the catalog entry registered in the storage
-root's local overlay, catalog.py). DA3 Large and Giant are CC BY-NC: never offered. openspec/0019.
+root's local overlay, catalog.py). DA3 Large and Giant are CC BY-NC: never offered. openspec/0023.
 """
 
 from __future__ import annotations

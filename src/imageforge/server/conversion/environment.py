@@ -9,8 +9,8 @@ of all another torch. torch comes from the PyTorch CPU index (a CPU build, no CU
 else from PyPI; with $IMAGEFORGE_CONVERTER_WHEELS (local folders of wheels, os.pathsep between them) uv
 looks only there (`--no-index --find-links`): offline and air-gapped machines, and the tests.
 
-uv is the one the add-on's setup seeded into `<storage>/tools/` (BlendJob's place for it), else
-$IMAGEFORGE_UV, else `uv` on PATH.
+uv is the one the add-on's setup seeded into `<storage>/tools/` (BlendJob's place for it), else the one the
+extension ships (`tools/` beside the package), else $IMAGEFORGE_UV, else `uv` on PATH.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from ...contract.conversions import WHEELHOUSE_VARIABLE, ConverterEnvironment
 from .process import run_process, tail
 
 UV_VARIABLE = "IMAGEFORGE_UV"
+UV_NAME = "uv.exe" if os.name == "nt" else "uv"
+BUNDLED_TOOLS = Path(__file__).resolve().parents[2] / "tools"  # the extension build puts uv here (cli/build.py)
 MARKER = "environment.json"
 Step = Callable[[list[str], str], None]  # (command, what it does) → runs it or raises
 
@@ -40,8 +42,9 @@ def venv_python(venv: Path) -> Path:
 
 def find_uv(storage_root: Path) -> str:
     """The uv to build with, or a one-sentence error saying where it was looked for."""
-    seeded = Path(storage_root) / "tools" / ("uv.exe" if os.name == "nt" else "uv")
-    for candidate in (str(seeded), os.environ.get(UV_VARIABLE, ""), shutil.which("uv") or ""):
+    seeded = Path(storage_root) / "tools" / UV_NAME
+    bundled = BUNDLED_TOOLS / UV_NAME
+    for candidate in (str(seeded), str(bundled), os.environ.get(UV_VARIABLE, ""), shutil.which("uv") or ""):
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return candidate
     raise ModelUnavailableError(
