@@ -20,6 +20,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ...contract import ModelUnavailableError, ResourceExhaustedError
 from ...contract.conversions import WHEELHOUSE_VARIABLE, ConverterEnvironment
@@ -137,5 +138,5 @@ def _uv_environment() -> dict[str, str]:
     return environment
 
 
-def _marker(environment: ConverterEnvironment) -> dict:
+def _marker(environment: ConverterEnvironment) -> dict[str, Any]:
     return {"python": environment.python, "packages": [environment.torch, *environment.packages]}

@@ -13,10 +13,12 @@ import os
 import queue
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 POLL_SECONDS = 0.2
 GRACE_SECONDS = 5.0
@@ -80,7 +82,7 @@ def run_process(
         reader.join(timeout=GRACE_SECONDS)
 
 
-def stop(process: subprocess.Popen) -> None:
+def stop(process: subprocess.Popen[str]) -> None:
     """End `process` and its children: politely, then by force."""
     if process.poll() is not None:
         return
@@ -95,13 +97,13 @@ def stop(process: subprocess.Popen) -> None:
     process.wait()
 
 
-def _signal_group(process: subprocess.Popen, number: int) -> None:
+def _signal_group(process: subprocess.Popen[str], number: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, number)
 
 
-def _own_group() -> dict:
-    if os.name == "nt":
+def _own_group() -> dict[str, Any]:
+    if sys.platform == "win32":
         return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
     return {"start_new_session": True}
 
