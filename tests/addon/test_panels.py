@@ -127,7 +127,7 @@ def test_models_panel_lists_the_catalog_with_sizes_defaults_and_download(server,
     labels = layout.texts()
     assert "BEN2 Base (default)" in labels
     assert "209.0 MB · Apache-2.0" in labels  # 219,xxx,xxx bytes, in the binary units of every size shown
-    downloads = [item.properties.model for item in layout.operators()]
+    downloads = [item.properties.model for item in layout.operators() if item.idname == "imageforge.download_model"]
     assert "BEN2_BASE" in downloads and "MOGE2_VITL_NORMAL" in downloads
     assert "REALESRGAN_X4PLUS" not in downloads  # ready on disk
     assert "Ready" in labels

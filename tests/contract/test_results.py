@@ -31,7 +31,7 @@ def test_a_member_is_its_string_on_the_wire():
 
 def test_provenance_is_declared_by_every_model_job_and_comes_from_the_handler():
     for job_id, spec in JOB_SPECS.items():
-        downloads = job_id in (JobId.DOWNLOAD_MODEL, JobId.DOWNLOAD_REQUIRED_MODELS)
+        downloads = job_id in (JobId.DOWNLOAD_MODEL, JobId.DOWNLOAD_REQUIRED_MODELS, JobId.CONVERT_MODEL)  # no session
         assert (R.PROVENANCE in spec.results) is not downloads, job_id
         if not downloads:
             assert spec.results[R.PROVENANCE].by_handler and spec.results[R.PROVENANCE].optional
@@ -41,6 +41,8 @@ def test_provenance_is_declared_by_every_model_job_and_comes_from_the_handler():
 def minimal(job_id: JobId) -> dict:
     if job_id is JobId.DOWNLOAD_MODEL:
         return {"model": "BEN2_BASE"}
+    if job_id is JobId.CONVERT_MODEL:
+        return {"model": "DA3_SMALL"}
     if job_id is JobId.REFINE_IMAGE_SELECTION:
         return {"input": "x.png", "selection": {"box": [0, 0, 1, 1]}}
     return {} if job_id is JobId.DOWNLOAD_REQUIRED_MODELS else {"input": "x.png"}

@@ -11,9 +11,10 @@ import platform
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..contract import Device, ModelUnavailableError
-from ..contract.catalog import Catalog, Family, load_catalog
+from ..contract.catalog import Catalog, Family, load_catalog, local_overlay_path
 from ..contract.jobs import MAX_INPUT_SIZE_DEFAULT, MAX_INPUT_SIZE_LIMIT, RESOLUTION_LEVEL_DEFAULT, RESOLUTION_LEVEL_MAX
 
 # The preference's own steps inside the contract's range (the server accepts any size from 1 px).
@@ -90,17 +91,26 @@ class ModelChoice:
     default: bool
 
 
-_catalog_cache: list[Catalog] = []
+_catalog_cache: dict[tuple[str, int | None], Catalog] = {}
 
 
-def catalog() -> Catalog | None:
-    """The model catalog, loaded once; None when it cannot be read (the panel then says so)."""
-    if not _catalog_cache:
+def catalog(storage_root: Path | None = None) -> Catalog | None:
+    """The model catalog with `storage_root`'s local overlay (models converted there) merged over it; None when
+    it cannot be read (the panel then says so). Kept until the overlay file changes (one stat per call)."""
+    overlay = local_overlay_path(storage_root) if storage_root is not None else None
+    try:
+        changed = overlay.stat().st_mtime_ns if overlay is not None else None
+    except OSError:
+        changed = None
+    key = (str(storage_root), changed)
+    if key not in _catalog_cache:
         try:
-            _catalog_cache.append(load_catalog())
+            loaded = load_catalog(storage_root=storage_root if changed is not None else None)
         except ModelUnavailableError:
             return None
-    return _catalog_cache[0]
+        _catalog_cache.clear()
+        _catalog_cache[key] = loaded
+    return _catalog_cache[key]
 
 
 def model_choices(family: Family, source: Catalog | None = None) -> list[ModelChoice]:

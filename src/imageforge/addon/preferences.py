@@ -15,7 +15,7 @@ import bpy
 
 from ..client.environment import default_storage_root
 from ..contract import Device
-from ..contract.catalog import Family
+from ..contract.catalog import Catalog, Family
 from ..contract.jobs import MAX_INPUT_SIZE_DEFAULT
 from ..contract.server_clients import DEFAULT_LINGER_SECONDS, linger_seconds
 from . import EXTENSION_PACKAGE, choices
@@ -34,6 +34,11 @@ def get_preferences(context: bpy.types.Context | None = None) -> ImageForgePrefe
     context = context or bpy.context
     addon = context.preferences.addons.get(addon_package())
     return addon.preferences if addon else None
+
+
+def model_catalog() -> Catalog | None:
+    """The catalog with the Storage Root's local overlay (models converted there, e.g. the DA3 camera model)."""
+    return choices.catalog(storage_root())
 
 
 def storage_root(path: Path | None = None) -> Path:
@@ -89,7 +94,7 @@ def _set_device(self, value: int) -> None:
 # ----------------------------------------------------------------------------------------------- models
 def _model_items(family: Family):
     def items(_self, _context) -> list[tuple]:
-        found = choices.model_choices(family)
+        found = choices.model_choices(family, model_catalog())
         listed = [
             (choice.key, f"{choice.label} (default)" if choice.default else choice.label, choice.key, index)
             for index, choice in enumerate(found)
@@ -104,12 +109,12 @@ def _model_accessors(family: Family):
     stored_name = f"stored_model_{family.value}"
 
     def get(self) -> int:
-        found = choices.model_choices(family)
+        found = choices.model_choices(family, model_catalog())
         key = choices.valid_model(getattr(self, stored_name), found)
         return next((index for index, choice in enumerate(found) if choice.key == key), 0)
 
     def set_(self, value: int) -> None:
-        found = choices.model_choices(family)
+        found = choices.model_choices(family, model_catalog())
         if 0 <= value < len(found):
             setattr(self, stored_name, found[value].key)
 
@@ -273,7 +278,7 @@ def job_device(preferences: ImageForgePreferences | None) -> Device:
 
 def job_model(preferences: ImageForgePreferences | None, family: Family) -> str | None:
     stored = getattr(preferences, f"stored_model_{family.value}", "") if preferences else ""
-    return choices.valid_model(stored, choices.model_choices(family))
+    return choices.valid_model(stored, choices.model_choices(family, model_catalog()))
 
 
 def job_max_input_size(preferences: ImageForgePreferences | None) -> int:

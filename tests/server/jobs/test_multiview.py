@@ -138,6 +138,7 @@ def test_a_depth_only_export_cannot_make_cameras(jobs, da3_catalog, sequence):
     da3_catalog(cameras=False)
     outcome = jobs.run(JOB, {"input": str(sequence[0])})
     assert outcome.state == "failed" and "predicts depth only" in outcome.error
+    assert outcome.error.endswith("Prepare DA3 camera model… (or 'imageforge models convert DA3_SMALL') makes once.")
 
 
 def test_a_still_image_is_not_a_sequence(jobs, sequence):

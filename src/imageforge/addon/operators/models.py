@@ -1,4 +1,5 @@
-"""Model management from the panels: download one catalog model (a job), unload loaded models (a resource)."""
+"""Model management from the panels: download one catalog model (a job), make the DA3 camera model on this
+machine (the convert-model job, after a dialog naming its download and time), unload loaded models (a resource)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import bpy
 from blendjob import JobResult
 
 from ...contract import InputError, JobId
+from ...contract.conversions import Conversion, Conversions, load_conversions
 from .. import blender_runtime
-from ..choices import catalog
 from ..health_snapshot import ServerState, server_state
+from ..preferences import model_catalog
 from .base import ImageForgeJobOperator
 
 
@@ -25,7 +27,7 @@ class IMAGEFORGE_OT_download_model(ImageForgeJobOperator, bpy.types.Operator):
     model: bpy.props.StringProperty(name="Model", description="Catalog key of the model", options={"SKIP_SAVE"})
 
     def prepare(self, _context: bpy.types.Context) -> dict[str, Any]:
-        source = catalog()
+        source = model_catalog()
         if source is None:
             raise InputError("The model catalog cannot be read.")
         self._label = source.get(self.model).label  # unknown keys: ModelUnavailableError listing valid ones
@@ -33,6 +35,55 @@ class IMAGEFORGE_OT_download_model(ImageForgeJobOperator, bpy.types.Operator):
 
     def land(self, _context: bpy.types.Context, _result: JobResult) -> str:
         return f"{self._label} is ready"
+
+
+CONVERSIONS = load_conversions()
+
+
+def conversion_dialog(conversions: Conversions, conversion: Conversion) -> list[str]:
+    """What the confirmation dialog says before a conversion starts: what is downloaded, how long it takes."""
+    return [
+        f"Makes {conversion.result.label} for Camera Path from Video,",
+        f"from the official {conversion.license} weights ({conversion.repository}).",
+        f"Downloads the {conversion.label} weights (about {conversion.approximate_download_bytes / 1e6:.0f} MB) and,",
+        f"the first time, a converter with PyTorch (about {conversions.environment.approximate_bytes / 1e9:.1f} GB "
+        "on disk).",
+        f"Then converts on the CPU: about {conversion.approximate_minutes} minutes. Esc cancels.",
+    ]
+
+
+class IMAGEFORGE_OT_prepare_camera_model(ImageForgeJobOperator, bpy.types.Operator):
+    """Make the Depth Anything 3 model with cameras that Camera Path from Video needs, from the official weights"""
+
+    bl_idname = "imageforge.prepare_camera_model"
+    bl_label = "Prepare DA3 Camera Model"
+    job_id = JobId.CONVERT_MODEL
+    pushes_undo = False  # changes files, not Blender data
+
+    model: bpy.props.EnumProperty(
+        name="Model",
+        description="Which Depth Anything 3 to convert (Large and Giant are not licensed for commercial use)",
+        items=[
+            (item.key, item.label, f"{item.repository}, about {item.approximate_download_bytes / 1e6:.0f} MB")
+            for item in CONVERSIONS.conversions
+        ],
+    )
+
+    def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
+        return context.window_manager.invoke_props_dialog(self, title=self.bl_label, confirm_text="Prepare", width=420)
+
+    def draw(self, _context: bpy.types.Context) -> None:
+        self.layout.prop(self, "model")
+        column = self.layout.column(align=True)
+        for line in conversion_dialog(CONVERSIONS, CONVERSIONS.get(self.model)):
+            column.label(text=line)
+
+    def prepare(self, _context: bpy.types.Context) -> dict[str, Any]:
+        self._label = CONVERSIONS.get(self.model).result.label
+        return {"model": self.model}
+
+    def land(self, _context: bpy.types.Context, _result: JobResult) -> str:
+        return f"{self._label} is ready; Camera Path from Video uses it"
 
 
 class IMAGEFORGE_OT_unload_models(bpy.types.Operator):
@@ -59,4 +110,4 @@ class IMAGEFORGE_OT_unload_models(bpy.types.Operator):
         return {"FINISHED"}
 
 
-CLASSES = (IMAGEFORGE_OT_download_model, IMAGEFORGE_OT_unload_models)
+CLASSES = (IMAGEFORGE_OT_download_model, IMAGEFORGE_OT_prepare_camera_model, IMAGEFORGE_OT_unload_models)

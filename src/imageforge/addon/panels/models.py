@@ -1,11 +1,12 @@
-"""The Models panel: every catalog model with size, licence, ready state and a Download button."""
+"""The Models panel: every catalog model with size, licence, ready state and a Download button, and under the
+multi-view models the button that makes the Depth Anything 3 camera model on this machine (convert-model)."""
 
 from __future__ import annotations
 
 import bpy
 
-from ..choices import catalog
-from ..preferences import storage_root
+from ...contract.catalog import Family
+from ..preferences import model_catalog, storage_root
 from .model_rows import ModelRow, model_rows
 from .sidebar import in_both_sidebars
 
@@ -16,18 +17,18 @@ class ModelsPanel:
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, _context: bpy.types.Context) -> None:
-        source = catalog()
+        source = model_catalog()
         if source is None:
             self.layout.label(text="The model catalog cannot be read", icon="ERROR")
             return
-        family = None
-        box = self.layout
+        boxes: dict[Family, bpy.types.UILayout] = {}
         for row in model_rows(source, storage_root()):
-            if row.family != family:
-                family = row.family
-                box = self.layout.box()
-                box.label(text=family.value.title())
-            self.draw_model(box, row)
+            if row.family not in boxes:
+                boxes[row.family] = self.layout.box()
+                boxes[row.family].label(text=row.family.value.title())
+            self.draw_model(boxes[row.family], row)
+        cameras = boxes.get(Family.MULTIVIEW) or self.layout.box()
+        cameras.operator("imageforge.prepare_camera_model", text="Prepare DA3 camera model…", icon="CAMERA_DATA")
 
     @staticmethod
     def draw_model(layout: bpy.types.UILayout, row: ModelRow) -> None:

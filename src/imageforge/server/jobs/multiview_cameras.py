@@ -66,7 +66,8 @@ def run_generate_multiview_cameras(context: Any, params: MultiviewParams) -> dic
     adapter = prepare_adapter(context, progress, params.model, Family.MULTIVIEW, params.device, DepthAnything3Adapter)
     if not adapter.has_cameras:
         raise ModelUnavailableError(
-            f"{adapter.entry.label} predicts depth only; camera paths need a Depth Anything 3 export with cameras."
+            f"{adapter.entry.label} predicts depth only; camera paths need a Depth Anything 3 model with cameras, "
+            "which the Models panel's Prepare DA3 camera model… (or 'imageforge models convert DA3_SMALL') makes once."
         )
     plan_windows(adapter, expected, params.memory_budget_gib, params.windowed)  # refuse before decoding
     views = read_views(progress, source, adapter, params.frame_step, params.max_frames)
