@@ -6,7 +6,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import bpy
-from job_server import record_failures, run_job_operator
+from job_server import run_job_operator
 from recording import draw
 from result_files import write_json
 from scenes import undo_steps
@@ -32,7 +32,7 @@ def convert_like_the_server(storage: Path):
     return produce
 
 
-def test_the_converted_model_becomes_the_camera_default_and_the_panel_shows_it(job_server, tmp_path, capfd):
+def test_the_converted_model_becomes_the_camera_default_and_the_panel_shows_it(job_server, tmp_path, capfd, reports):
     from imageforge.addon import preferences
     from imageforge.addon.panels.models import ModelsPanel
 
@@ -45,6 +45,9 @@ def test_the_converted_model_becomes_the_camera_default_and_the_panel_shows_it(j
         before = undo_steps(capfd)
         assert run_job_operator(bpy.ops.imageforge.prepare_camera_model, model="DA3_SMALL") == {"FINISHED"}
         assert job_server.submitted == [("convert-model", {"model": "DA3_SMALL"})]
+        assert reports == [
+            ("INFO", "Depth Anything 3 Small (cameras, converted) is ready; Camera Path from Video uses it")
+        ]
         assert undo_steps(capfd) == before  # files changed, not Blender data
         # Camera Path from Video now sends the converted model; the Models panel lists it, ready, as default.
         assert preferences.job_model(prefs, Family.MULTIVIEW) == "DA3_SMALL_CAMERAS"
@@ -79,13 +82,12 @@ def test_the_dialog_names_the_download_the_time_and_esc(addon):
     assert list(items) == ["DA3_SMALL", "DA3_BASE"]  # Large and Giant (CC BY-NC) are never offered
 
 
-def test_a_failed_conversion_is_one_error_report_and_changes_nothing(job_server, monkeypatch, tmp_path):
+def test_a_failed_conversion_is_one_error_report_and_changes_nothing(job_server, reports):
     from imageforge.addon import preferences
 
-    failures = record_failures(monkeypatch)
     job_server.producers["convert-model"] = lambda parameters, directory: None  # the job fails
     assert run_job_operator(bpy.ops.imageforge.prepare_camera_model, model="DA3_BASE") == {"CANCELLED"}
-    assert failures == ["The model ran out of memory."]
+    assert reports == [("ERROR", "The model ran out of memory.")]
     assert preferences.job_model(preferences.get_preferences(), Family.MULTIVIEW) == "DA3_SMALL"
 
 
