@@ -18,6 +18,14 @@ NO_IMAGE = (
 )
 
 
+def poll_with_reason(operator: type, reason: str | None) -> bool:
+    """poll()'s answer: True when `reason` is None, else False with `reason` as the button's tooltip."""
+    if reason is None:
+        return True
+    operator.poll_message_set(reason)  # a bpy.types.Operator subclass
+    return False
+
+
 def task_reason() -> str | None:
     """Why no ImageForge task can start, whatever the server's state: not registered, or a task running here."""
     try:

@@ -39,7 +39,7 @@ from ...client.blendjob_compat import JobOperatorHooks
 from ...contract import ImageForgeError, InputError, job_spec
 from ...contract.provenance import Provenance
 from .. import preferences
-from .availability import server_reason
+from .availability import poll_with_reason, server_reason
 
 JOB_POLL_INTERVAL = 0.05  # a status request is a few ms; BlendJob's 0.25 s made every job wait
 
@@ -58,11 +58,7 @@ class ImageForgeJobOperator(JobOperatorHooks):
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
-        reason = cls.unavailable_reason(context)
-        if reason is not None:
-            cls.poll_message_set(reason)
-            return False
-        return True
+        return poll_with_reason(cls, cls.unavailable_reason(context))
 
     # -- before submitting ------------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from ..scene.selection import (
     lasso_selection,
     view_to_pixel,
 )
-from .availability import tool_reason
+from .availability import poll_with_reason, tool_reason
 
 Picker = Callable[[float, float], Point | None]  # region pixel → image pixel, None when off the image
 OUTLINE_COLOUR = (1.0, 0.55, 0.1, 1.0)  # the selection being drawn: orange, as Blender's own active outlines
@@ -120,13 +120,8 @@ class IMAGEFORGE_OT_draw_selection(bpy.types.Operator):
     def poll(cls, context: bpy.types.Context) -> bool:
         area = getattr(context, "area", None)
         if area is None or area.type not in {"IMAGE_EDITOR", "VIEW_3D"}:
-            cls.poll_message_set("Draw in the Image Editor or in the 3D Viewport")
-            return False
-        reason = tool_reason(context)
-        if reason:
-            cls.poll_message_set(reason)
-            return False
-        return True
+            return poll_with_reason(cls, "Draw in the Image Editor or in the 3D Viewport")
+        return poll_with_reason(cls, tool_reason(context) or None)
 
     def invoke(self, context: bpy.types.Context, event: Any) -> set[str]:
         found = find_active_image(context)

@@ -24,7 +24,7 @@ from ...client.retention import RetentionPlan, RetentionPolicy, delete_folders, 
 from .. import blender_runtime, preferences
 from ..health_snapshot import ServerState, server_state
 from ..scene.referenced_files import referenced_paths
-from .availability import task_reason
+from .availability import poll_with_reason, task_reason
 
 METER = JobUsageMeter()  # the Server panel's cached summary; a cleanup invalidates it
 DIALOG_ROWS = 8  # folders listed by name in the confirmation; the rest are summed up
@@ -120,11 +120,7 @@ class IMAGEFORGE_OT_clean_job_files(bpy.types.Operator):
 
     @classmethod
     def poll(cls, _context: bpy.types.Context) -> bool:
-        reason = cleanup_reason()
-        if reason is not None:
-            cls.poll_message_set(reason)
-            return False
-        return True
+        return poll_with_reason(cls, cleanup_reason())
 
     def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
         self._preview = cleanup_plan()

@@ -13,6 +13,7 @@ from ...contract.conversions import Conversion, Conversions, load_conversions
 from .. import blender_runtime
 from ..health_snapshot import ServerState, server_state
 from ..preferences import model_catalog
+from .availability import poll_with_reason
 from .base import ImageForgeJobOperator
 
 
@@ -95,10 +96,8 @@ class IMAGEFORGE_OT_unload_models(bpy.types.Operator):
 
     @classmethod
     def poll(cls, _context: bpy.types.Context) -> bool:
-        if server_state(blender_runtime.server_snapshot()) is not ServerState.READY:
-            cls.poll_message_set("Models can be unloaded while the server is running and idle")
-            return False
-        return True
+        ready = server_state(blender_runtime.server_snapshot()) is ServerState.READY
+        return poll_with_reason(cls, None if ready else "Models can be unloaded while the server is running and idle")
 
     def execute(self, _context: bpy.types.Context) -> set[str]:
         try:
