@@ -10,11 +10,13 @@ input size and the colour is never resampled. A selection's matte is analysed on
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 from ...contract.parameters import Selection
 from ..media import Image, fit_long_edge_size
+from ..media.png_stream import write_png_bands
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels, over_black, over_black_at
 from .selection_mask import selection_region
@@ -23,6 +25,18 @@ from .selection_mask import selection_region
 def with_alpha(pixels: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """Colour (H, W, 3|4) with `alpha` (H, W) as its alpha: (H, W, 4). Called per band for large stills."""
     return np.concatenate([pixels[..., :3], alpha[..., None]], axis=2)
+
+
+def write_with_alpha(path: Path, pixels: np.ndarray, alpha: np.ndarray, *, bits: int) -> None:
+    """The RGBA PNG of `pixels` with `alpha` (both at the image's size), band by band: no full-size RGBA copy."""
+    height, width = alpha.shape
+    write_png_bands(
+        path,
+        (width, height),
+        lambda top, bottom: with_alpha(pixels[top:bottom], alpha[top:bottom]),
+        channels=4,
+        bits=bits,
+    )
 
 
 def cut_out(

@@ -17,12 +17,11 @@ from typing import Any
 from ...contract.catalog import Family
 from ...contract.jobs import RefineImageSelectionParams
 from ...contract.results import ResultName
-from ..job_steps.matte import refine_alpha, with_alpha
+from ..job_steps.matte import refine_alpha, write_with_alpha
 from ..job_steps.model_loading import log_model_time, prepare_adapter
 from ..job_steps.progress import JobProgress
 from ..job_steps.selection_mask import selection_region
 from ..media import open_input, write_png
-from ..media.png_stream import write_png_bands
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels
 
@@ -41,12 +40,6 @@ def run_refine_image_selection(context: Any, params: RefineImageSelectionParams)
     progress.writing()
     directory = Path(context.directory)
     write_png(directory / "alpha.png", alpha, bits=16)
-    write_png_bands(
-        directory / "cutout.png",
-        image.size,
-        lambda top, bottom: with_alpha(pixels[top:bottom], alpha[top:bottom]),
-        channels=4,
-        bits=image.sample_kind.png_bits,
-    )
+    write_with_alpha(directory / "cutout.png", pixels, alpha, bits=image.sample_kind.png_bits)
     log_model_time(context, progress, adapter)
     return {ResultName.ALPHA: "alpha.png", ResultName.CUTOUT: "cutout.png"}

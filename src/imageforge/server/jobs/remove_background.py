@@ -23,12 +23,11 @@ from ...contract.jobs import JobId, OutputKind, RemoveBackgroundParams
 from ...contract.results import ResultName
 from ..job_steps.frame_cache import open_frame_cache
 from ..job_steps.frame_loop import Report, stream_frames
-from ..job_steps.matte import cut_out, with_alpha
+from ..job_steps.matte import cut_out, with_alpha, write_with_alpha
 from ..job_steps.model_loading import log_model_time, prepare_adapter
 from ..job_steps.progress import JobProgress
 from ..job_steps.steady_edges import SteadyEdges
 from ..media import Frame, MediaKind, open_input, write_exr
-from ..media.png_stream import write_png_bands
 from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels
 
@@ -52,13 +51,7 @@ def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[
             write_exr(directory / "alpha.exr", {"Y": alpha})
             result = {ResultName.ALPHA: "alpha.exr"}
         else:
-            write_png_bands(
-                directory / "foreground.png",
-                image.size,
-                lambda top, bottom: with_alpha(pixels[top:bottom], alpha[top:bottom]),
-                channels=4,
-                bits=image.sample_kind.png_bits,
-            )
+            write_with_alpha(directory / "foreground.png", pixels, alpha, bits=image.sample_kind.png_bits)
             result = {ResultName.FOREGROUND: "foreground.png"}
         log_model_time(context, progress, adapter)
         return result
