@@ -17,7 +17,9 @@ Deprecation warnings raised while it runs go into the report, so that an API a B
 fails the test under that release.
 
 Spec keys: zip, storage_root, output, images {name: path}, selections {tool: selection}, step_model (the
-geometry model with a depth jump, for the depth plane that tears and the Parallax Shot); movie (a video file).
+geometry model with a depth jump, for the depth plane that tears and the Parallax Shot); movie (a video file);
+camera_model (what Prepare DA3 camera model… converts: the real convert-model job) and camera_frames (the frame
+folder Camera Path from Video then runs on, with the converted model).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from scenes import empty_scene, image_object  # noqa: E402  (the add-on suite's 
 MODULE = "bl_ext.user_default.imageforge"
 START_TIMEOUT = 90.0
 JOB_TIMEOUT = 120.0
+CONVERT_TIMEOUT = 900.0  # a real DA3-Small export and its check against torch: minutes of CPU
 
 
 class Driver:
@@ -119,17 +122,17 @@ class Driver:
 
     # -- Blender's event loop, by hand -----------------------------------------------------------------------
 
-    def drive(self, call: Any, **properties: Any) -> dict[str, Any]:
+    def drive(self, call: Any, timeout: float = JOB_TIMEOUT, **properties: Any) -> dict[str, Any]:
         """Run a job operator to its end as Blender's modal event loop would; its outcome and status message."""
         started = time.monotonic()
         outcome = call("EXEC_DEFAULT", **properties)
         if outcome == {"RUNNING_MODAL"}:
             job = self.runtime.active_job
             operator = job.operator
-            deadline = time.monotonic() + JOB_TIMEOUT
+            deadline = time.monotonic() + timeout
             while outcome == {"RUNNING_MODAL"}:
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"{call.idname()} did not finish within {JOB_TIMEOUT:.0f} s")
+                    raise TimeoutError(f"{call.idname()} did not finish within {timeout:.0f} s")
                 time.sleep(operator.poll_interval)  # the operator's own timer interval
                 outcome = operator.modal(bpy.context, SimpleNamespace(type="TIMER"))
         return {
@@ -336,6 +339,31 @@ class Driver:
         )
         self.report["undo_after_batches"] = self.undo_steps()[-2:]
 
+    def camera_path(self) -> None:
+        """Prepare DA3 camera model… (the real conversion), then Camera Path from Video on the model it made."""
+        ops, jobs = bpy.ops.imageforge, self.report["jobs"]
+        jobs["prepare_camera_model"] = self.drive(
+            ops.prepare_camera_model, timeout=CONVERT_TIMEOUT, model=self.spec["camera_model"]
+        )
+        models = importlib.import_module(f"{MODULE}.addon.preferences")
+        multiview = importlib.import_module(f"{MODULE}.contract.catalog").Family.MULTIVIEW
+        jobs["prepare_camera_model"]["camera_model"] = models.job_model(models.get_preferences(), multiview)
+        empty_scene()
+        bpy.context.scene.imageforge_video_path = self.spec["camera_frames"]
+        jobs["camera_path"] = self.drive(ops.camera_path_from_video)
+        (camera,) = [obj for obj in bpy.data.objects if obj.type == "CAMERA"]
+        scene = bpy.context.scene
+        matrices = []
+        for frame in range(scene.frame_start, scene.frame_end + 1):
+            scene.frame_set(frame)
+            matrices.append([list(row) for row in camera.matrix_world])
+        jobs["camera_path"]["camera"] = {
+            "name": camera.name,
+            "lens": camera.data.lens,
+            "frames": [scene.frame_start, scene.frame_end],
+            "matrices": self.save_array("camera-path", np.array(matrices)),
+        }
+
     def undo(self) -> None:
         steps = self.undo_steps()
         bpy.ops.ed.undo()
@@ -375,6 +403,7 @@ class Driver:
                     self.run_jobs()
                     self.undo()
                     self.run_frame_and_batch_jobs()
+                    self.camera_path()
                 finally:
                     self.shut_down()
             finally:

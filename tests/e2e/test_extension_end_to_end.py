@@ -10,8 +10,9 @@ Each test here checks one tool's result in the scene against the kit model's kno
 (tests/kit/onnx_models.py): pixels, vertices seen through the camera, the camera, materials, undo, and that
 nothing on the way used an API that Blender release deprecates.
 
-Not driven: generate-multiview-cameras (Camera Path from Video; tests/addon/test_camera_path.py lands a
-documented cameras.json) and the debug jobs (CLI only).
+Last, Prepare DA3 camera model… runs the real conversion (convert-model: the converter environment of
+tests/kit/converter_env.py, a random-weight DA3-Small safetensors from the loopback hub, the exporter and its
+check against torch) and Camera Path from Video runs on the model it made. Not driven: the debug jobs (CLI only).
 The driver runs in Blender's Python (3.11 or 3.13); this module stays in the 3.12 suite, which has `onnx` to
 build the kit models and NumPy 2 for the references.
 """
@@ -31,7 +32,9 @@ import pytest
 from PIL import Image as PILImage
 
 from imageforge.cli.blender_environments import blender_environments
+from imageforge.contract.conversions import WHEELHOUSE_VARIABLE
 from tests.kit.catalog import KIT_STEP, KitCatalog, publish_kit_catalog
+from tests.kit.converter_env import install_converter, wheelhouse
 from tests.kit.extension import build_extension
 from tests.kit.hub import LoopbackHub
 from tests.kit.onnx_models import BEN2_LUMA, LAMA_FILL, MOGE2_DEFAULTS, moge2_reference, upscaler_reference
@@ -58,6 +61,7 @@ UNDO_STEPS = [
     "Parallax Shot",
 ]
 MOVIE_FRAMES = 4
+CAMERA_FRAMES = 4
 
 
 @dataclass(frozen=True)
@@ -85,12 +89,18 @@ def inputs(tmp_path_factory) -> dict[str, np.ndarray | Path]:
     PILImage.fromarray(square).save(folder / "square.png")
     PILImage.fromarray(photo).save(folder / "photo.png")
     movie = write_movie(folder / "take.mp4", [np.roll(square, 8 * index, axis=1) for index in range(MOVIE_FRAMES)])
+    frames = folder / "walk"
+    frames.mkdir()
+    scene = np.random.default_rng(8).integers(0, 256, size=(45, 80 + 6 * CAMERA_FRAMES, 3), dtype=np.uint8)
+    for index in range(CAMERA_FRAMES):  # a 16:9 pan
+        PILImage.fromarray(scene[:, 6 * index : 6 * index + 80]).save(frames / f"frame_{index + 1:04d}.png")
     return {
         "square": square,
         "photo": photo,
         "square_path": folder / "square.png",
         "photo_path": folder / "photo.png",
         "movie_path": movie,
+        "camera_frames": frames,
     }
 
 
@@ -121,10 +131,12 @@ def run(request, tmp_path_factory, extension_zip, inputs) -> Run:
         pytest.skip(f"{BLENDERS[request.param].path.name} is missing: tests/sync syncs it")
     root = tmp_path_factory.mktemp(f"blender {request.param}")
     storage = install_server_environment(root / "storage with spaces ü")
+    weights = install_converter(storage)  # the converter environment, ready; the weights the hub serves
     output = root / "output"
     output.mkdir()
     with LoopbackHub() as hub:
         catalog = publish_kit_catalog(hub, root / "catalog")
+        hub.add_hub_file("depth-anything/DA3-SMALL", "model.safetensors", weights.read_bytes())
         spec = {
             "zip": str(extension_zip),
             "storage_root": str(storage),
@@ -139,6 +151,8 @@ def run(request, tmp_path_factory, extension_zip, inputs) -> Run:
             "selections": {"refine": {"box": REFINE_BOX}, "cutout": {"box": CUTOUT_BOX}, "parallax": {"box": STEP_BOX}},
             "step_model": "KIT_MOGE2_STEP",
             "movie": str(inputs["movie_path"]),
+            "camera_model": "DA3_SMALL",
+            "camera_frames": str(inputs["camera_frames"]),
         }
         (root / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         environment = {
@@ -148,13 +162,14 @@ def run(request, tmp_path_factory, extension_zip, inputs) -> Run:
             "IMAGEFORGE_MODEL_CATALOG": str(catalog.path),
             "HF_ENDPOINT": hub.url,
             "IMAGEFORGE_STORAGE_ROOT": str(root / "unused default root"),  # the preference must win over it
+            WHEELHOUSE_VARIABLE: str(wheelhouse()),
         }
         completed = subprocess.run(
             [str(python), str(DRIVER), str(root / "spec.json")],
             env=environment,
             capture_output=True,
             text=True,
-            timeout=600,
+            timeout=1500,  # the real DA3 conversion takes minutes of CPU
         )
     report_path = output / "report.json"
     assert report_path.is_file(), f"the driver wrote no report:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
@@ -456,3 +471,24 @@ def test_disabling_the_add_on_leaves_the_shared_server_which_then_exits(run):
     assert shutdown["types_left"] == []
     with pytest.raises(ProcessLookupError):
         os.kill(run.report["server"]["pid"], 0)
+
+
+def test_prepare_da3_camera_model_then_camera_path_from_video_on_it(run):
+    prepared = run.job("prepare_camera_model")
+    assert prepared["message"] == "Depth Anything 3 Small (cameras, converted) is ready; Camera Path from Video uses it"
+    assert prepared["camera_model"] == "DA3_SMALL_CAMERAS"  # the multiview default the tool now sends
+    converted = run.storage / "models" / "DA3-SMALL-cameras" / "da3_small_cameras.onnx"
+    assert converted.is_file() and not (run.storage / "models" / ".staging" / "convert-DA3_SMALL").exists()
+    job = run.job("camera_path")
+    camera = job["camera"]
+    assert camera["frames"] == [1, CAMERA_FRAMES]
+    assert math.isfinite(camera["lens"]) and camera["lens"] > 0
+    matrices = run.array(camera["matrices"])
+    assert matrices.shape == (CAMERA_FRAMES, 4, 4) and np.isfinite(matrices).all()
+    rotations = matrices[:, :3, :3] / np.linalg.norm(matrices[:, :3, :3], axis=1, keepdims=True)
+    identity = np.broadcast_to(np.eye(3), (CAMERA_FRAMES, 3, 3))
+    np.testing.assert_allclose(rotations.transpose(0, 2, 1) @ rotations, identity, atol=1e-4)
+    ran = [json.loads(path.read_text()) for path in (run.storage / "jobs").glob("*/provenance.json")]
+    assert [run_["model"] for record in ran for run_ in record["models"] if "CAMERAS" in run_["model"]] == [
+        "DA3_SMALL_CAMERAS"
+    ]
