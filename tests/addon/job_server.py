@@ -42,8 +42,9 @@ class RecordingJobServer:
             # Produced on the main thread: writers use bpy, which the operator's submit thread must not call.
             job["result"] = self.producers[job["job_type"]](job["parameters"], job["directory"])
             return {"state": "running", "progress": 0.5, "message": "Running model"}
-        if job["result"] is None:  # the producer's way to say the job failed
-            return {"state": "failed", "progress": 0.5, "message": "Failed", "error": "The model ran out of memory."}
+        if job["result"] is None or isinstance(job["result"], str):  # the producer's way to say the job failed
+            error = job["result"] or "The model ran out of memory."
+            return {"state": "failed", "progress": 0.5, "message": "Failed", "error": error}
         return {"state": "succeeded", "progress": 1.0, "message": "Done", "result": job["result"]}
 
     def cancel(self, job_id: str) -> None:

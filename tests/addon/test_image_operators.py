@@ -264,6 +264,19 @@ def test_a_failed_job_changes_nothing(job_server, photo, capfd, reports):
     assert blender_runtime.get_runtime().active_job is None
 
 
+def test_a_job_the_server_failed_for_its_input_is_a_warning(job_server, photo, reports):
+    def produce(parameters, directory):
+        # The marker the server's handler leaves for an InputError (tests/server/test_handler.py checks it).
+        failed = {"state": "failed", "error": "The file is not an image.", "failure": "input"}
+        (directory / "job-state.json").write_text(json.dumps(failed), encoding="utf-8")
+        return "The file is not an image."
+
+    job_server.producers["remove-background"] = produce
+    assert run_job_operator(bpy.ops.imageforge.remove_background) == {"CANCELLED"}
+    assert reports == [("WARNING", "The file is not an image.")]
+    assert np.allclose(pixels_of("Photo"), photo, atol=BYTE)
+
+
 def test_an_input_blender_cannot_write_is_a_warning_and_leaves_no_temporary_folder(
     job_server, monkeypatch, capfd, reports
 ):

@@ -9,6 +9,7 @@ import pytest
 from blendjob.server import JobCancelled, JobContext
 
 from imageforge.contract import JOB_SPECS, ImageForgeError, InputError, JobId
+from imageforge.contract.job_state import FailureKind, failure_kind
 from imageforge.contract.jobs import OutputKind
 from imageforge.contract.results import ResultName
 from imageforge.server.handler import InvalidResultError, make_handler, runner_name
@@ -98,6 +99,26 @@ def test_unexpected_errors_become_one_sentence_and_outputs_are_removed(tmp_path)
     assert sorted(entry.name for entry in context.directory.iterdir()) == ["job-state.json", "job.log"]
     assert "Traceback" in (context.directory / "job.log").read_text()
     assert state(context)["error"] == str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("raised", "kind"),
+    [
+        (InputError("The file is not an image."), FailureKind.INPUT),
+        (ImageForgeError("The model could not be loaded."), FailureKind.FAILURE),
+        (ZeroDivisionError("division by zero"), FailureKind.FAILURE),
+    ],
+    ids=["input", "imageforge", "unexpected"],
+)
+def test_a_failed_folder_says_whether_the_input_was_wrong(tmp_path, raised, kind):
+    def run(context, params):
+        raise raised
+
+    context = context_in(tmp_path)
+    with pytest.raises(ImageForgeError):
+        make_handler(SPEC, run)(context, {"input": "x.png"})
+    assert state(context)["failure"] == kind.value
+    assert failure_kind(context.directory) is kind
 
 
 def test_cancellation_clears_outputs_and_marks_the_folder(tmp_path):

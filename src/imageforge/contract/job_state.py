@@ -21,7 +21,20 @@ class JobState(StrEnum):
     CANCELLED = "cancelled"
 
 
+class FailureKind(StrEnum):
+    """Why a failed job failed, as its marker's `failure` records it: the add-on's report level."""
+
+    INPUT = "input"  # the request or its input was wrong (an InputError): the user can fix it, a WARNING
+    FAILURE = "failure"  # anything else: an ERROR
+
+
 FINISHED_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})  # equal to their strings
+
+
+def failure_kind(directory: Path) -> FailureKind:
+    """Why the job of this folder failed; FAILURE when its marker does not say (or is missing)."""
+    recorded = read_state(directory).get("failure")
+    return FailureKind.INPUT if recorded == FailureKind.INPUT else FailureKind.FAILURE
 
 
 def read_state(directory: Path) -> dict[str, Any]:

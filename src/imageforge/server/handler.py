@@ -8,7 +8,9 @@
   undeclared name or a missing one fails the job as a programming error, logged with the job id. Each must
   name an existing file inside the job folder; inference jobs also return `provenance` (provenance.json:
   each model, the device asked for, and the provider that really ran), written here.
-- Errors reach the user as one sentence; tracebacks go to the job log only.
+- Errors reach the user as one sentence; tracebacks go to the job log only. A failed folder's marker says
+  whether the input was wrong (`failure: input`, an InputError) or the job failed (`failure: failure`), which
+  decides the add-on's report level (contract/job_state.py `failure_kind`).
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from typing import Any
 
 from blendjob.server import JobCancelled
 
-from ..contract import ImageForgeError, JobId, JobSpec, ResourceExhaustedError
-from ..contract.job_state import JobState
+from ..contract import ImageForgeError, InputError, JobId, JobSpec, ResourceExhaustedError
+from ..contract.job_state import FailureKind, JobState
 from ..contract.results import ResultName
 from . import provenance
 from .job_folders import clear_outputs, write_state
@@ -52,7 +54,8 @@ def make_handler(spec: JobSpec, run: Runner) -> Callable[[Any, dict[str, Any]], 
             _abandon(directory, JobState.FAILED, str(error))
             raise
         except ImageForgeError as error:
-            _abandon(directory, JobState.FAILED, str(error))
+            kind = FailureKind.INPUT if isinstance(error, InputError) else FailureKind.FAILURE
+            _abandon(directory, JobState.FAILED, str(error), failure=kind)
             raise
         except MemoryError as error:
             message = "System memory exhausted: lower Maximum AI Input Size or close other programs."
@@ -106,6 +109,9 @@ def check_result(directory: Path, result: Any) -> dict[str, str]:
     return dict(result)
 
 
-def _abandon(directory: Path, state: JobState, message: str) -> None:
+def _abandon(directory: Path, state: JobState, message: str, *, failure: FailureKind | None = None) -> None:
     clear_outputs(directory)
-    write_state(directory, state, error=message)
+    if state is JobState.FAILED:
+        write_state(directory, state, error=message, failure=(failure or FailureKind.FAILURE).value)
+    else:
+        write_state(directory, state, error=message)

@@ -37,6 +37,7 @@ from blendjob import JobResult, JobRuntime
 
 from ...client.blendjob_compat import JobOperatorHooks
 from ...contract import ImageForgeError, InputError, job_spec
+from ...contract.job_state import FailureKind, failure_kind
 from ...contract.provenance import Provenance
 from .. import preferences
 from .availability import poll_with_reason, server_reason
@@ -116,8 +117,12 @@ class ImageForgeJobOperator(JobOperatorHooks):
 
     def finish_failure(self, context: bpy.types.Context, job: Any, error: Any) -> set[str]:
         """The job, reading its status, or landing its result failed: one report, then the invocation ends.
-        A WARNING when the user can fix it (an InputError while landing), an ERROR otherwise."""
-        level = "WARNING" if isinstance(getattr(error, "__cause__", None), InputError) else "ERROR"
+        A WARNING when the user can fix it (an InputError while landing, or a job the server failed for its
+        input), an ERROR otherwise."""
+        wrong_input = isinstance(getattr(error, "__cause__", None), InputError)  # landing refused
+        if isinstance(error, str) and job.directory is not None:  # the job's own error, as its status says it
+            wrong_input = failure_kind(job.directory) is FailureKind.INPUT  # the server's marker: job-state.json
+        level = "WARNING" if wrong_input else "ERROR"
         self.report_outcome(level, str(error))
         return self.close_job(context, job, "Task failed", cancelled=True)
 
