@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import traceback
 
 from ..contract import ImageForgeError, InputError
 from . import commands
@@ -104,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _report(args: argparse.Namespace, error: BaseException) -> None:
     if args.debug:
+        import traceback  # only with --debug
+
         traceback.print_exception(error)
     print(f"imageforge: {error}", file=sys.stderr)
 

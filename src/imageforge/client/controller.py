@@ -29,7 +29,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import blendjob
 from blendjob.controller import RegisteredServerProcess, ServerConnection
@@ -40,7 +40,6 @@ from blendjob.storage import StorageLock, read_json, write_json
 
 from ..contract.errors import InputError
 from ..contract.file_lock import exclusive_file_lock
-from ..contract.health import ClientLease, ClientsHealth
 from ..contract.server_clients import ClientKind, linger_seconds
 from ..contract.server_credentials import CredentialsError, ServerCredentials, read_credentials, write_credentials
 from . import retirement
@@ -48,6 +47,9 @@ from .attachment import Attachment, this_process_kind
 from .authenticated import AuthenticatedJobClient, ServerIdentityError
 from .blendjob_compat import JobRuntimeHooks, ServerControllerHooks
 from .storage_holder import holder_description
+
+if TYPE_CHECKING:
+    from ..contract.health import ClientLease
 
 REQUEST_SECONDS = 0.5  # each of the cancel and shutdown requests a stop makes on the caller's thread
 STATUS_SECONDS = 1.0  # one job-status request; a server busy creating a session answers late (see status())
@@ -283,6 +285,8 @@ class ImageForgeServerController(ServerControllerHooks):
 
     def other_clients(self) -> list[ClientLease]:
         """The other clients attached to the server (from the last health snapshot): Stop stops theirs too."""
+        from ..contract.health import ClientsHealth  # only Stop asks: kept off the CLI's start-up
+
         own = self.attachment.client_id if self.attachment is not None else None
         raw = (self.snapshot.get("resources") or {}).get("clients")
         try:

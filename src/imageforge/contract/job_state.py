@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 STATE_FILE = "job-state.json"
+# Where a job's progress bar stands once its model work is done and it writes its results (the server's
+# job_steps/progress.py reports it; clients poll more often from there, to notice the end at once).
+WRITING_PROGRESS = 0.96
 
 
 class JobState(StrEnum):

@@ -11,7 +11,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-RUN_START, RUN_END, WRITING = 0.1, 0.95, 0.96
+from ...contract.job_state import WRITING_PROGRESS
+
+RUN_START, RUN_END, WRITING = 0.1, 0.95, WRITING_PROGRESS
 DOWNLOAD_END = 0.07  # where an in-job model download ends: before "Reading input" (0.08) and RUN_START
 
 
