@@ -16,13 +16,11 @@ this layout (version 1).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
-from .json_fields import JsonFields
+from .json_fields import JsonFields, read_json_file
 
 CAMERAS_VERSION = 1
 WHAT = "The camera path"
@@ -115,11 +113,7 @@ class MultiviewCameras:
 
     @classmethod
     def read(cls, path: Path) -> MultiviewCameras:
-        try:
-            raw = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise InputError(f"Cannot read the camera path {Path(path).name}: {error}") from error
-        return cls.from_json(raw)
+        return cls.from_json(read_json_file(path, "the camera path"))
 
 
 def is_rotation(rows: list[tuple[float, ...]]) -> bool:

@@ -15,13 +15,11 @@ it existed and have exactly this layout (version 1).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
-from .json_fields import JsonFields
+from .json_fields import JsonFields, read_json_file
 
 DEPTH_METADATA_VERSION = 1
 WHAT = "The depth metadata"
@@ -67,8 +65,4 @@ class DepthMetadata:
 
     @classmethod
     def read(cls, path: Path) -> DepthMetadata:
-        try:
-            raw = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise InputError(f"Cannot read the depth metadata {Path(path).name}: {error}") from error
-        return cls.from_json(raw)
+        return cls.from_json(read_json_file(path, "the depth metadata"))

@@ -7,12 +7,22 @@ every document: "The depth metadata: fx must be a positive number (found 0)."
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 from .errors import InputError
 
 UNVERSIONED = 1  # documents written before they carried `version` have the layout of version 1
+
+
+def read_json_file(path: Path, what: str) -> object:
+    """The JSON value a document file holds; an unreadable or non-JSON file is one InputError naming `what`."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise InputError(f"Cannot read {what} {Path(path).name}: {error}") from error
 
 
 class JsonFields:
