@@ -51,6 +51,19 @@ class RetryPolicy:
 RETRY = RetryPolicy()
 
 
+@dataclass(frozen=True)
+class _Transfers:
+    """What every file's fetch in one ensure_models call shares."""
+
+    storage_root: Path
+    sources: DownloadSources
+    meter: TransferMeter
+    cancelled: Callable[[], bool]
+    log: Log
+    writer: PartOpener
+    retry: RetryPolicy
+
+
 def ensure_models(
     storage_root: Path,
     entries: list[ModelEntry],
@@ -77,12 +90,13 @@ def ensure_models(
                 "panel's Prepare DA3 camera model… button."
             )
     meter = TransferMeter(report, total_bytes=sum(item.file.size or 0 for _, item in missing))
+    transfers = _Transfers(storage_root, sources, meter, cancelled, log, writer, retry)
     for entry, item in missing:
         if item.state in (FileState.WRONG_SIZE, FileState.WRONG_HASH):
             log(f"{item.path} is {item.state.value.replace('_', ' ')}; fetching it again")
             forget(storage_root, item.path)
         meter.start_file(entry.label, item.file.size)
-        result = _fetch(storage_root, entry, item, sources, meter, cancelled, log, writer, retry)
+        result = _fetch(transfers, entry, item)
         remember_hash(storage_root, result.path, result.sha256)
         meter.finish_file(result.size)
         outcome[entry.key][item.file.path] = "downloaded"
@@ -91,21 +105,12 @@ def ensure_models(
     return outcome
 
 
-def _fetch(
-    storage_root: Path,
-    entry: ModelEntry,
-    item: FileStatus,
-    sources: DownloadSources,
-    meter: TransferMeter,
-    cancelled: Callable[[], bool],
-    log: Log,
-    writer: PartOpener,
-    retry: RetryPolicy,
-) -> FetchOutcome:
+def _fetch(transfers: _Transfers, entry: ModelEntry, item: FileStatus) -> FetchOutcome:
+    sources, log = transfers.sources, transfers.log
     failures: list[Exception] = []
     for source in sources.order():
         try:
-            return _fetch_from(source, storage_root, entry, item, sources, meter, cancelled, log, writer, retry)
+            return _fetch_from(transfers, source, entry, item)
         except SourceUnreachable as error:
             failures.append(error)
             log(f"{source.value} unreachable: {error}")
@@ -128,32 +133,22 @@ def _fetch(
     raise failures[-1]
 
 
-def _fetch_from(
-    source: DownloadSource,
-    storage_root: Path,
-    entry: ModelEntry,
-    item: FileStatus,
-    sources: DownloadSources,
-    meter: TransferMeter,
-    cancelled: Callable[[], bool],
-    log: Log,
-    writer: PartOpener,
-    retry: RetryPolicy,
-) -> FetchOutcome:
+def _fetch_from(transfers: _Transfers, source: DownloadSource, entry: ModelEntry, item: FileStatus) -> FetchOutcome:
+    sources, retry = transfers.sources, transfers.retry
     retries = 0  # in a row, without the `.part` growing
     while True:
         try:
             if source is DownloadSource.HUB and not item.file.streamable:
-                return _fetch_with_library(storage_root, entry, item, sources, meter, cancelled)
+                return _fetch_with_library(transfers, entry, item)
             return fetch_file(
                 sources.session,
                 sources.url(source, entry, item.file),
                 item.path,
                 expected=Expected(item.file.size, item.file.sha256),
                 timeouts=sources.timeouts,
-                on_progress=meter.file_progress,
-                cancelled=cancelled,
-                writer=writer,
+                on_progress=transfers.meter.file_progress,
+                cancelled=transfers.cancelled,
+                writer=transfers.writer,
             )
         except TransferBroken as error:
             if not error.worth_retrying:
@@ -162,8 +157,8 @@ def _fetch_from(
             if retries > retry.retries:
                 raise gave_up(error, retries) from error
             delay = retry.delay(retries)
-            log(f"{error}; retry {retries} of {retry.retries} in {delay:g} s, resuming the part")
-            _wait(delay, cancelled)
+            transfers.log(f"{error}; retry {retries} of {retry.retries} in {delay:g} s, resuming the part")
+            _wait(delay, transfers.cancelled)
 
 
 def _wait(seconds: float, cancelled: Callable[[], bool]) -> None:
@@ -175,26 +170,19 @@ def _wait(seconds: float, cancelled: Callable[[], bool]) -> None:
         time.sleep(min(left, 0.1))
 
 
-def _fetch_with_library(
-    storage_root: Path,
-    entry: ModelEntry,
-    item: FileStatus,
-    sources: DownloadSources,
-    meter: TransferMeter,
-    cancelled: Callable[[], bool],
-) -> FetchOutcome:
+def _fetch_with_library(transfers: _Transfers, entry: ModelEntry, item: FileStatus) -> FetchOutcome:
     from .hub_library import clear_staging, fetch_with_hub_library  # huggingface_hub is imported only when needed
 
-    staging = staging_root(storage_root, entry)
+    staging = staging_root(transfers.storage_root, entry)
     outcome = fetch_with_hub_library(
         entry.repository,
         item.file,
         item.path,
         staging,
-        hub=sources.settings.hub,
-        timeouts=sources.timeouts,
-        on_progress=meter.file_progress,
-        cancelled=cancelled,
+        hub=transfers.sources.settings.hub,
+        timeouts=transfers.sources.timeouts,
+        on_progress=transfers.meter.file_progress,
+        cancelled=transfers.cancelled,
     )
     clear_staging(staging)
     return outcome
