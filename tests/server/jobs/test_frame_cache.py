@@ -16,7 +16,8 @@ from PIL import Image as PILImage
 
 from imageforge.contract import InputError
 from imageforge.contract.results import ResultName
-from imageforge.server.job_steps.frame_cache import CACHE_FOLDER, MAX_AGE_DAYS, prune
+from imageforge.server.job_steps import frame_cache
+from imageforge.server.job_steps.frame_cache import CACHE_FOLDER, MAX_AGE_DAYS, FrameCache, FrameKey, prune
 from imageforge.server.job_steps.frame_loop import format_duration
 
 from .conftest import read_video, write_video
@@ -112,6 +113,97 @@ def test_other_settings_a_changed_input_or_model_start_over(run_job, storage_roo
     os.utime(model, ns=(stamp, stamp))  # a model without a declared hash is known by its size and time
     _, context = run_job("upscale-image", request)
     assert frames_run(context) == 4
+
+
+def raw_video(path: Path, values: tuple[int, ...]) -> Path:
+    """A rawvideo MOV of flat 16×16 frames: its byte size depends only on the frame count, never on the picture."""
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("rawvideo", rate=12)
+        stream.width, stream.height, stream.pix_fmt = 16, 16, "rgb24"
+        for index, value in enumerate(values):
+            frame = av.VideoFrame.from_ndarray(np.full((16, 16, 3), value, dtype=np.uint8), format="rgb24")
+            frame.pts = index
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode(None):
+            container.mux(packet)
+    return path
+
+
+def replace_keeping_size_and_times(clip: Path, values: tuple[int, ...]) -> None:
+    """Another clip of the same byte size in the same place, its access and modification times set back."""
+    before = clip.stat()
+    raw_video(clip.with_name("other.mov"), values).replace(clip)
+    os.utime(clip, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = clip.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
+FIRST, SECOND = (20, 90, 160, 230), (230, 160, 90, 20)
+UPSCALED = {"scale": 2, "sequence_output": "png_sequence"}
+
+
+def sequence_pixels(result: dict) -> list[np.ndarray]:
+    folder = result[ResultName.UPSCALE].parent
+    return [np.asarray(PILImage.open(path)) for path in sorted(folder.iterdir())]
+
+
+def test_a_clip_replaced_by_one_of_the_same_size_and_mtime_is_a_cache_miss(run_job, storage_root: Path, tmp_path):
+    expected, _ = run_job("upscale-image", {"input": str(raw_video(tmp_path / "fresh.mov", SECOND)), **UPSCALED})
+    clip = raw_video(tmp_path / "clip.mov", FIRST)
+    request = {"input": str(clip), **UPSCALED}
+    with pytest.raises(JobCancelled):
+        run_job("upscale-image", request, cancel_when=cancel_at("3/4"))
+    assert cached_frames(storage_root) >= 2
+    replace_keeping_size_and_times(clip, SECOND)
+
+    result, context = run_job("upscale-image", request)
+    assert frames_run(context) == 4
+    assert "Reused" not in context.log_text
+    for got, want in zip(sequence_pixels(result), sequence_pixels(expected), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_cached_frames_of_another_picture_are_never_reused_even_when_the_file_looks_the_same(
+    run_job, storage_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Where the file's identity survives a rewrite in place (Windows keeps the creation time `st_ctime` reports
+    and the file id), only the decoded pixels can tell: the first frame whose picture differs discards the cache."""
+    monkeypatch.setattr(frame_cache, "input_fingerprint", lambda source: ["the same file, as far as stat can tell"])
+    expected, _ = run_job("upscale-image", {"input": str(raw_video(tmp_path / "fresh.mov", SECOND)), **UPSCALED})
+    assert caches(storage_root) == []
+    clip = raw_video(tmp_path / "clip.mov", FIRST)
+    request = {"input": str(clip), **UPSCALED}
+    with pytest.raises(JobCancelled):
+        run_job("upscale-image", request, cancel_when=cancel_at("3/4"))
+    finished = cached_frames(storage_root)
+    replace_keeping_size_and_times(clip, SECOND)
+
+    result, context = run_job("upscale-image", request)
+    assert frames_run(context) == 4
+    assert f"cached {finished} frame(s) of it; they were discarded and computed again" in context.log_text
+    assert "Reused" not in context.log_text
+    for got, want in zip(sequence_pixels(result), sequence_pixels(expected), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+    with pytest.raises(JobCancelled):  # the same picture again: its frames are reused
+        run_job("upscale-image", request, cancel_when=cancel_at("3/4"))
+    finished = cached_frames(storage_root)
+    _, context = run_job("upscale-image", request)
+    assert frames_run(context) == 4 - finished
+    assert f"Reused {finished} frame(s)" in context.log_text
+
+
+def test_a_frame_is_reused_only_for_the_picture_it_was_computed_from(tmp_path: Path):
+    cache = FrameCache(tmp_path / "cache")
+    result = np.random.default_rng(0).random((4, 4, 3), dtype=np.float32)
+    cache.put(FrameKey(0, b"a" * 32), result)
+    cache.put(FrameKey(1, b"b" * 32), result)
+    np.testing.assert_allclose(cache.get(FrameKey(0, b"a" * 32)), result, atol=1 / 65535)
+    assert cache.get(FrameKey(1, b"c" * 32)) is None
+    assert not cache.directory.exists()  # every frame of the changed input went, not only this one
+    assert cache.stale_frames == 2
+    assert cache.get(FrameKey(0, b"a" * 32)) is None
 
 
 def test_a_damaged_cached_frame_is_computed_again(run_job, storage_root: Path, tmp_path: Path):

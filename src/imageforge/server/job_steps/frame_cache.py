@@ -4,13 +4,20 @@ A job folder is new for every submission and is emptied when a job fails or is c
 must survive a cancel live in `<storage>/frame-cache/<key>/`, where `key` is a SHA-256 of
 
 - the job id and every parameter that changes pixels (not `device`, `sequence_output` or the frame range),
-- the input: its resolved path, size and modification time (for a sequence, every frame file's),
-- the model: its catalog key and each file's declared SHA-256 (or, without one, its size and time on disk).
+- the input: its resolved path, device and inode, size, modification and change time (for a sequence, every
+  frame file's); the change time is the one a copy or `touch -r` cannot set back,
+- the model: its catalog key and each file's declared SHA-256 (or, without one, the same stat identity).
 
-Each frame is stored after the model ran on it, as `<index>.npz` (the [0, 1] pixels quantised to 16 bits,
-compressed, written atomically), so a re-run of the same job on the same input with the same settings
-decodes the frame, finds its result and skips the model. Results are at most 16-bit, so a reused frame
-lands on the same code values as a fresh one (8-bit: identical except within 0.002 of a rounding step).
+Each frame is stored after the model ran on it, as `<index>.npz`: the [0, 1] pixels quantised to 16 bits,
+compressed, written atomically, with the SHA-256 of the decoded input frame they were computed from
+(`FrameKey`). A re-run of the same job on the same input with the same settings decodes the frame, hashes its
+pixels, and reuses the stored result only when that hash matches: the stat key says where to look, the pixels
+prove it is the same picture (a file rewritten in place where the change time and file id survive, as
+Windows' creation time does, or a decoder that now decodes differently). The first frame whose hash differs
+discards the whole cache, so frames of two inputs are never mixed; the job says so in its log. The hash costs
+about 17 ms per 1920×1080 frame here (bench/frame_cache_check.py), next to seconds of model time.
+Results are at most 16-bit, so a reused frame lands on the same code values as a fresh one (8-bit: identical
+except within 0.002 of a rounding step).
 
 Retention: a cache is deleted as soon as its job has written its result (the result is in the job folder
 then), and every cache not used for `MAX_AGE_DAYS` is deleted when the next video or sequence job starts.
@@ -25,7 +32,7 @@ import json
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -34,46 +41,77 @@ import numpy as np
 
 from ...contract.catalog import ModelEntry
 from ...contract.model_files import file_path
-from ..media import MediaSource
+from ..media import Frame, Image, MediaSource
 from ..media.atomic import atomic_file
 
 CACHE_FOLDER = "frame-cache"
 MAX_AGE_DAYS = 7.0
-FORMAT = 1  # bump when what a cached frame means changes
+FORMAT = 2  # bump when what a cached frame means changes (2: the input frame's hash beside its result)
 NOT_PIXEL_PARAMETERS = frozenset({"input", "device", "sequence_output", "first_frame", "frame_count"})
 _LEVELS = 65535.0
 
 
 @dataclass(frozen=True)
+class FrameKey:
+    """Which frame, and the SHA-256 of the decoded picture its result is computed from."""
+
+    index: int
+    input_sha256: bytes
+
+
+def frame_key(frame: Frame) -> FrameKey:
+    return FrameKey(frame.index, input_digest(frame.image))
+
+
+def input_digest(image: Image) -> bytes:
+    """SHA-256 of a decoded image: its float32 pixels, their shape, and how the source stored them."""
+    pixels = np.ascontiguousarray(image.pixels)
+    digest = hashlib.sha256(f"{pixels.shape}|{image.sample_kind.value}|{image.alpha_mode.value}|".encode())
+    digest.update(pixels.data)
+    return digest.digest()
+
+
+@dataclass
 class FrameCache:
     directory: Path
+    stale_frames: int = field(default=0, init=False)  # frames discarded because their input changed
 
     def _path(self, index: int) -> Path:
         return self.directory / f"{index:06d}.npz"
 
-    def get(self, index: int) -> np.ndarray | None:
-        """The stored result of frame `index` as float32 [0, 1], or None (a damaged file counts as missing)."""
-        path = self._path(index)
+    def get(self, key: FrameKey) -> np.ndarray | None:
+        """The stored result of frame `key.index` as float32 [0, 1] when it was computed from the same input
+        picture, else None. A damaged file counts as missing; a result of another picture discards the cache."""
+        path = self._path(key.index)
         if not path.is_file():
             return None
         try:
             with np.load(path) as stored:
+                source = stored["input_sha256"].tobytes()
                 pixels: np.ndarray = stored["pixels"].astype(np.float32) / np.float32(_LEVELS)
-                return pixels
         except (OSError, ValueError, KeyError, EOFError):
             path.unlink(missing_ok=True)
             return None
+        if source != key.input_sha256:
+            self.stale_frames += self._discard_frames()
+            return None
+        return pixels
 
-    def put(self, index: int, pixels: np.ndarray) -> None:
+    def put(self, key: FrameKey, pixels: np.ndarray) -> None:
         codes = np.rint(np.clip(pixels, 0.0, 1.0) * _LEVELS).astype(np.uint16)
         buffer = io.BytesIO()
-        np.savez_compressed(buffer, pixels=codes)
+        np.savez_compressed(buffer, pixels=codes, input_sha256=np.frombuffer(key.input_sha256, dtype=np.uint8))
         self.directory.mkdir(parents=True, exist_ok=True)
-        with atomic_file(self._path(index)) as temporary:
+        with atomic_file(self._path(key.index)) as temporary:
             temporary.write_bytes(buffer.getvalue())
 
     def discard(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _discard_frames(self) -> int:
+        count = sum(1 for path in self.directory.glob("*.npz"))
+        self.discard()
+        return count
 
 
 def open_frame_cache(storage_root: Path, job: str, params: Any, source: MediaSource, model: ModelEntry) -> FrameCache:
@@ -119,9 +157,11 @@ def model_fingerprint(storage_root: Path, model: ModelEntry) -> list[Any]:
 
 
 def _stat_entry(path: Path) -> list[Any]:
+    """What names one file's current contents without reading it; `st_ctime_ns` changes with every write and
+    cannot be set back, unlike the modification time a copy or `touch -r` restores."""
     resolved = Path(path).resolve()
     info = resolved.stat()
-    return [str(resolved), info.st_size, info.st_mtime_ns]
+    return [str(resolved), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
 def prune(root: Path, *, now: float | None = None) -> list[Path]:

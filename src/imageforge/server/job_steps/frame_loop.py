@@ -3,8 +3,8 @@
 Frames stream one at a time (decode → model → encode), so memory does not grow with the clip's length.
 Each frame reports "Frame i/n · 2 m 10 s left" (the estimate from the frames the model ran on so far)
 and checks cancellation; the last frame is told so that the model's arena is shrunk only then. With a
-FrameCache (jobs/frame_cache.py) every finished frame is kept, and frames an earlier, cancelled run
-finished are taken from it instead of running the model again.
+FrameCache (job_steps/frame_cache.py) every finished frame is kept, and frames an earlier, cancelled run
+finished from the same decoded picture are taken from it instead of running the model again.
 
 Results are a video (the source's codec family, frame rate, timestamps and audio; see
 media/video_plan.py) or a numbered PNG sequence (always lossless, always keeps alpha). A video family
@@ -24,7 +24,7 @@ import numpy as np
 from ...contract.jobs import SequenceOutput
 from ...contract.results import ResultName
 from ..media import Frame, MediaSource, PngSequenceWriter, VideoWriter, plan_video_output
-from .frame_cache import FrameCache
+from .frame_cache import FrameCache, frame_key
 from .progress import JobProgress
 
 Report = Callable[[float, str], None]  # (fraction of this frame done, detail such as "tile 3/12")
@@ -70,7 +70,8 @@ def stream_frames(
                 progress.running((index + done) / total, " · ".join(part for part in parts if part))
 
             report(0.0, "")
-            cached = cache.get(frame.index) if cache is not None else None
+            key = frame_key(frame) if cache is not None else None
+            cached = cache.get(key) if cache is not None and key is not None else None
             if cached is not None:
                 timing.reused += 1
                 if on_reused is not None:
@@ -80,8 +81,8 @@ def stream_frames(
             started = time.perf_counter()
             pixels = process(frame, index >= total - 1, report)
             timing.ran(time.perf_counter() - started)
-            if cache is not None:
-                cache.put(frame.index, pixels)
+            if cache is not None and key is not None:
+                cache.put(key, pixels)
             write(frame, pixels)
 
     if sequence_output is SequenceOutput.PNG_SEQUENCE:
@@ -120,6 +121,12 @@ def stream_frames(
 
 
 def _finish(context: Any, cache: FrameCache | None, timing: _FrameTiming) -> None:
+    if cache is not None and cache.stale_frames:
+        context.log(
+            f"The input changed since an earlier run of this job cached {cache.stale_frames} frame(s) of it; "
+            "they were discarded and computed again.",
+            level="WARNING",
+        )
     if timing.reused:
         context.log(f"Reused {timing.reused} frame(s) an earlier run of this job finished")
     if cache is not None:
