@@ -109,12 +109,14 @@ def run_job(storage_root: Path, kit_catalog: Path) -> Iterator[Callable[..., tup
     server.close()
 
 
-def write_video(path: Path, frames: list[np.ndarray], rate: Fraction = Fraction(12)) -> Path:
-    """An H.264 clip (yuv444p keeps colour sharp enough to assert) of uint8 RGB frames."""
+def write_video(path: Path, frames: list[np.ndarray], rate: Fraction = Fraction(12), *, raw: bool = False) -> Path:
+    """An H.264 clip (yuv444p keeps colour sharp enough to assert) of uint8 RGB frames; `raw`: uncompressed RGB
+    (a MOV whose byte size depends only on the frame count and size, never on the picture)."""
     height, width = frames[0].shape[:2]
     with av.open(str(path), "w") as container:
-        stream = container.add_stream("libx264", rate=rate, options={"crf": "1"})
-        stream.width, stream.height, stream.pix_fmt = width, height, "yuv444p"
+        codec, options, pix_fmt = ("rawvideo", {}, "rgb24") if raw else ("libx264", {"crf": "1"}, "yuv444p")
+        stream = container.add_stream(codec, rate=rate, options=options)
+        stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
         for index, pixels in enumerate(frames):
             frame = av.VideoFrame.from_ndarray(pixels, format="rgb24")
             frame.pts = index

@@ -116,18 +116,8 @@ def test_other_settings_a_changed_input_or_model_start_over(run_job, storage_roo
 
 
 def raw_video(path: Path, values: tuple[int, ...]) -> Path:
-    """A rawvideo MOV of flat 16×16 frames: its byte size depends only on the frame count, never on the picture."""
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("rawvideo", rate=12)
-        stream.width, stream.height, stream.pix_fmt = 16, 16, "rgb24"
-        for index, value in enumerate(values):
-            frame = av.VideoFrame.from_ndarray(np.full((16, 16, 3), value, dtype=np.uint8), format="rgb24")
-            frame.pts = index
-            for packet in stream.encode(frame):
-                container.mux(packet)
-        for packet in stream.encode(None):
-            container.mux(packet)
-    return path
+    """Flat 16×16 frames, uncompressed: every such clip of as many frames has the same byte size."""
+    return write_video(path, [np.full((16, 16, 3), value, dtype=np.uint8) for value in values], raw=True)
 
 
 def replace_keeping_size_and_times(clip: Path, values: tuple[int, ...]) -> None:
