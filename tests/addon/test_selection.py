@@ -108,3 +108,23 @@ def test_a_figure_eight_lasso_is_kept():
     assert lasso_selection(eight, 100, 100, spacing=0.0) == {
         "lasso": [[10.0, 10.0], [50.0, 50.0], [50.0, 10.0], [10.0, 50.0]]
     }
+
+
+def test_a_mask_selection_round_trips_and_lands_where_it_is_inside():
+    from imageforge.addon.scene.selection import encode_mask, refined_region, selection_bounds, selection_mask
+    from imageforge.contract.parameters import Selection
+
+    inside = np.zeros((6, 8), bool)
+    inside[1:3, 2:5] = True
+    inside[4, 7] = True
+    selection = encode_mask(inside)
+    assert Selection.parse("selection", selection).to_dict() == selection  # what the contract accepts
+    np.testing.assert_array_equal(selection_mask(selection, 8, 6), inside)
+    assert selection_bounds(selection) == (2.0, 1.0, 8.0, 5.0)
+    matte = np.zeros((6, 8), np.float32)
+    matte[0, 2] = 0.5  # within the server's crop, around the mask
+    expected = inside.copy()
+    expected[0, 2] = True
+    np.testing.assert_array_equal(refined_region(selection, 0, matte), expected)
+    with pytest.raises(ValueError, match="8×6 mask on a 9×6 image"):
+        selection_mask(selection, 9, 6)

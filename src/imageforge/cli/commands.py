@@ -13,7 +13,7 @@ from ..client.environment import default_storage_root
 from ..client.job_runner import JobCancelledError, make_runtime, run_job
 from ..client.setup import environment_ready, prepare_environment
 from ..contract import JOB_SPECS, InputError, job_spec
-from ..contract.parameters import field_docs, path_parameters
+from ..contract.parameters import field_docs, path_parameters, with_absolute_mask_files
 from ..contract.provenance import Provenance
 from ..contract.results import ResultName
 from .arguments import parse_assignments
@@ -64,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
     for name in path_parameters(spec.parameters):  # the server's working folder is the storage root
         if isinstance(parameters.get(name), str) and parameters[name]:
             parameters[name] = os.path.abspath(os.path.expanduser(parameters[name]))
+    parameters = with_absolute_mask_files(
+        spec.parameters, parameters, lambda path: os.path.abspath(os.path.expanduser(path))
+    )
     output = None
     if args.overwrite and not args.output:
         raise InputError("--overwrite only applies to the files --output copies; give --output FOLDER too.")

@@ -12,10 +12,11 @@ import enum
 import math
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from .errors import InputError
-from .selection_geometry import even_odd_area
+from .selection_geometry import MaskRuns, even_odd_area
 
 T = TypeVar("T")
 _MISSING = dataclasses.MISSING
@@ -78,36 +79,80 @@ def param(
 LASSO_COORDINATE_LIMIT = 1e7  # pixels: far beyond any image, close enough for exact float arithmetic
 
 
+MASK_RUNS_LIMIT = 1 << 22  # run lengths in one mask selection: far beyond any mask a click or a brush makes
+SELECTION_KINDS = (
+    '{"box": [x0, y0, x1, y1]}, {"lasso": [[x, y], ...]}, {"mask": {"width": W, "height": H, "runs": [...]}} '
+    'or {"mask_file": "mask.png"} ("@mask.png" for short)'
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class Selection:
-    """A region of an image in pixels: a box `[x0, y0, x1, y1]` or a lasso polygon `[[x, y], ...]`."""
+    """A region of an image in pixels: exactly one of a box `[x0, y0, x1, y1]`, a lasso polygon `[[x, y], ...]`,
+    a run-length mask of the image's size (contract/selection_geometry.py `MaskRuns`), or the path of a grey or
+    alpha mask image of the image's size (read by the server; grey levels between black and white are a soft
+    edge)."""
 
     box: tuple[float, float, float, float] | None = None
     lasso: tuple[tuple[float, float], ...] | None = None
+    mask: MaskRuns | None = None
+    mask_file: str | None = None
 
     @property
     def bounds(self) -> tuple[float, float, float, float]:
+        """The selection's bounds in pixels; a mask file's are known only once the server has read it."""
         if self.box is not None:
             return self.box
-        assert self.lasso is not None
+        if self.mask is not None:
+            bounds = self.mask.bounds
+            assert bounds is not None  # parse() refuses an empty mask
+            return bounds
+        if self.lasso is None:
+            raise ValueError("the bounds of a mask file are known once the file is read")
         xs = [x for x, _ in self.lasso]
         ys = [y for _, y in self.lasso]
         return (min(xs), min(ys), max(xs), max(ys))
 
     def overlaps(self, width: int, height: int) -> bool:
-        """Whether the selection's bounds meet an image of `width` × `height` pixels at all."""
+        """Whether the selection's bounds meet an image of `width` × `height` pixels at all (a mask must be of the
+        image's size: `size_mismatch`; a mask file is checked when the server reads it)."""
+        if self.mask_file is not None:
+            return True
         left, top, right, bottom = self.bounds
         return right > 0 and bottom > 0 and left < width and top < height
+
+    def size_mismatch(self, width: int, height: int) -> str | None:
+        """The one sentence for a run-length mask of another size than the image's, else None."""
+        if self.mask is None or (self.mask.width, self.mask.height) == (width, height):
+            return None
+        return (
+            f"The mask selection is {self.mask.width}×{self.mask.height} pixels but the image is {width}×{height}; "
+            "make the selection on this image again."
+        )
 
     def to_dict(self) -> dict[str, Any]:
         if self.box is not None:
             return {"box": list(self.box)}
+        if self.mask is not None:
+            return {"mask": {"width": self.mask.width, "height": self.mask.height, "runs": list(self.mask.runs)}}
+        if self.mask_file is not None:
+            return {"mask_file": self.mask_file}
         return {"lasso": [list(point) for point in self.lasso or ()]}
 
     @classmethod
     def parse(cls, name: str, raw: Any) -> Selection:
-        if not isinstance(raw, dict) or len(raw) != 1 or not ({"box", "lasso"} & raw.keys()):
-            raise InputError(f'\'{name}\' must be {{"box": [x0, y0, x1, y1]}} or {{"lasso": [[x, y], ...]}}.')
+        if isinstance(raw, str) and raw.startswith("@"):  # the command line's spelling of a mask file
+            raw = {"mask_file": raw[1:]}
+        kinds = {"box", "lasso", "mask", "mask_file"}
+        if not isinstance(raw, dict) or len(raw) != 1 or not (kinds & raw.keys()):
+            raise InputError(f"'{name}' must be {SELECTION_KINDS}.")
+        if "mask" in raw:
+            return cls(mask=_mask_runs(name, raw["mask"]))
+        if "mask_file" in raw:
+            path = raw["mask_file"]
+            if not isinstance(path, str) or not path or len(path) > 4096 or "\x00" in path:
+                raise InputError(f"'{name}' mask_file must be the path of a mask image.")
+            return cls(mask_file=path)
         if "box" in raw:
             box = raw["box"]
             if not isinstance(box, list) or len(box) != 4:
@@ -133,6 +178,23 @@ class Selection:
         return cls(lasso=tuple(parsed))
 
 
+def _mask_runs(name: str, raw: Any) -> MaskRuns:
+    shape = '{"width": W, "height": H, "runs": [outside, inside, outside, ...]}'
+    if not isinstance(raw, dict) or set(raw) != {"width", "height", "runs"}:
+        raise InputError(f"'{name}' mask must be {shape}.")
+    width, height, runs = raw["width"], raw["height"], raw["runs"]
+    whole = (width, height, *runs) if isinstance(runs, list) and len(runs) <= MASK_RUNS_LIMIT else None
+    if whole is None or not all(isinstance(value, int) and not isinstance(value, bool) for value in whole):
+        raise InputError(f"'{name}' mask must be {shape} with whole numbers (at most {MASK_RUNS_LIMIT} runs).")
+    try:
+        mask = MaskRuns(width, height, tuple(runs))
+    except ValueError as error:
+        raise InputError(f"'{name}' mask is invalid: {error}.") from None
+    if mask.area == 0:
+        raise InputError(f"'{name}' mask selects no pixel; click on the object to select it.")
+    return mask
+
+
 def _finite_number(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"'{name}' must be a number, not {type(value).__name__}.")
@@ -144,6 +206,22 @@ def _finite_number(name: str, value: Any) -> float:
 def path_parameters(cls: type) -> tuple[str, ...]:
     """Names of the parameters that hold file-system paths."""
     return tuple(field.name for field in dataclasses.fields(cls) if field.metadata.get("path"))
+
+
+def with_absolute_mask_files(cls: type, raw: dict[str, Any], absolute: Callable[[str], str]) -> dict[str, Any]:
+    """`raw` with every selection's mask file (`"@mask.png"` or `{"mask_file": ...}`) made `absolute`: the
+    server opens it as given, from the storage root (see `param(path=True)`)."""
+    hints = typing.get_type_hints(cls)
+    changed = dict(raw)
+    for field in dataclasses.fields(cls):
+        if _unwrap_optional(hints[field.name])[0] is not Selection:
+            continue
+        value = raw.get(field.name)
+        if isinstance(value, str) and value.startswith("@") and len(value) > 1:
+            changed[field.name] = "@" + absolute(value[1:])
+        elif isinstance(value, dict) and isinstance(value.get("mask_file"), str) and value["mask_file"]:
+            changed[field.name] = {**value, "mask_file": absolute(value["mask_file"])}
+    return changed
 
 
 def field_docs(cls: type) -> list[dict[str, Any]]:

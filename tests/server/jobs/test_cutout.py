@@ -91,6 +91,27 @@ def test_a_whole_image_cutout_keeps_the_source_alpha(jobs, photo):
     np.testing.assert_allclose(read_png(outcome.file(ResultName.SELECTION_ALPHA)), 1.0)
 
 
+def test_a_mask_selection_cuts_out_exactly_its_pixels(jobs, photo):
+    from imageforge.contract.selection_geometry import MaskRuns
+
+    path, source = photo
+    inside = np.zeros((48, 64), bool)
+    inside[10:20, 5:15] = True
+    inside[15:30, 14:25] = True  # an L: the crop is its bounds, the matte its pixels
+    runs = MaskRuns.encode(inside.astype(np.uint8).tobytes(), 64, 48)
+    selection = {"mask": {"width": 64, "height": 48, "runs": list(runs.runs)}}
+    outcome = jobs.run(JOB, {"input": str(path), "selection": selection}, resources={})
+    assert outcome.state == "succeeded", outcome.error
+    alpha = read_png(outcome.file(ResultName.SELECTION_ALPHA))
+    np.testing.assert_array_equal(alpha, inside[10:30, 5:25].astype(np.float64))
+    cutout = read_png(outcome.file(ResultName.CUTOUT))
+    np.testing.assert_allclose(cutout[..., :3], source[10:30, 5:25, :3], atol=1 / 255)
+    wrong = {"mask": {"width": 63, "height": 48, "runs": [0, 63 * 48]}}
+    refused = jobs.run(JOB, {"input": str(path), "selection": wrong}, resources={})
+    assert refused.state == "failed" and "is 63×48 pixels but the image is 64×48" in refused.error
+    assert not refused.outputs()
+
+
 def test_lasso_coverage_is_anti_aliased_and_adds_up_to_its_area():
     triangle = [(4.0, 3.0), (40.3, 10.0), (12.0, 35.7)]
     coverage = selection_coverage(Selection(lasso=tuple(triangle)), (48, 40))

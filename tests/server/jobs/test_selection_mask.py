@@ -84,3 +84,66 @@ def test_growing_a_dense_lasso_leaves_no_holes():
             for dx in range(-grow, grow + 1):
                 expected |= np.roll(np.roll(np.pad(inside, grow), dy, 0), dx, 1)[grow:-grow, grow:-grow]
         np.testing.assert_array_equal(region.mask > 0, expected)
+
+
+# -- mask selections: the same crop and grow as a box, their own coverage -----------------------------------------
+
+
+def mask_selection(inside: np.ndarray) -> Selection:
+    from imageforge.contract.selection_geometry import MaskRuns
+
+    height, width = inside.shape
+    return Selection(mask=MaskRuns.encode(inside.astype(np.uint8).tobytes(), width, height))
+
+
+def test_a_box_shaped_mask_is_refined_exactly_as_the_box():
+    inside = np.zeros((48, 64), bool)
+    inside[12:18, 10:20] = True
+    as_mask = selection_region(mask_selection(inside), (64, 48), padding=5)
+    as_box = selection_region(Selection(box=(10, 12, 20, 18)), (64, 48), padding=5)
+    assert as_mask.crop == as_box.crop and as_mask.grow == as_box.grow
+    np.testing.assert_array_equal(as_mask.mask, as_box.mask)
+
+
+def test_a_ring_mask_keeps_its_hole_until_grown_over_and_is_its_own_coverage():
+    from imageforge.server.job_steps.selection_mask import selection_coverage
+
+    ys, xs = np.mgrid[0:60, 0:80]
+    radius = np.hypot(xs - 40, ys - 30)
+    ring = (radius < 20) & (radius >= 12)
+    region = selection_region(mask_selection(ring), (80, 60), padding=0)
+    assert region.crop == (21 - 2, 11 - 2, 60 + 2, 50 + 2) and region.grow == 2  # 5 % of its 39 px
+    full = full_mask(region, (80, 60))
+    assert full[ring].all() and full[30, 40] == 0  # the hole is more than the grow away from the ring
+    np.testing.assert_array_equal(selection_coverage(mask_selection(ring), (80, 60)), ring.astype(np.float32))
+
+
+def test_a_mask_file_is_soft_coverage_and_must_be_of_the_image_size(tmp_path):
+    from PIL import Image
+
+    from imageforge.server.job_steps.selection_mask import check_overlap, selection_coverage
+
+    grey = np.zeros((30, 40), np.uint8)
+    grey[5:15, 10:20] = 255
+    grey[5:15, 20:24] = 128
+    Image.fromarray(grey, "L").save(tmp_path / "mask.png")
+    selection = Selection.parse("selection", f"@{tmp_path / 'mask.png'}")
+    np.testing.assert_allclose(selection_coverage(selection, (40, 30)), grey / 255, atol=1e-6)
+    region = selection_region(selection, (40, 30), padding=0)
+    assert region.crop == (10 - 2, 5 - 2, 24 + 2, 15 + 2)  # 128/255 ≥ 0.5: inside
+    with pytest.raises(InputError, match=r"The mask is 40×30 pixels but the image is 80×60; use a mask of"):
+        check_overlap(selection, (80, 60))  # the same aspect, but a selection is in the image's own pixels
+
+
+def test_a_mask_of_another_size_or_an_empty_mask_file_is_an_input_error(tmp_path):
+    from PIL import Image
+
+    inside = np.zeros((48, 64), bool)
+    inside[0, 0] = True
+    with pytest.raises(InputError, match=r"is 64×48 pixels but the image is 64×49; make the selection"):
+        selection_region(mask_selection(inside), (64, 49), padding=0)
+    Image.fromarray(np.zeros((48, 64), np.uint8), "L").save(tmp_path / "black.png")
+    with pytest.raises(InputError, match="covers no pixel"):
+        selection_region(Selection(mask_file=str(tmp_path / "black.png")), (64, 48), padding=0)
+    with pytest.raises(InputError, match="missing.png"):
+        selection_region(Selection(mask_file=str(tmp_path / "missing.png")), (64, 48), padding=0)

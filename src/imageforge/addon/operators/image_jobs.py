@@ -72,7 +72,8 @@ def start_drawing(operator: bpy.types.Operator, action: str, **options: Any) -> 
 def selection_property() -> Any:
     return bpy.props.StringProperty(
         name="Selection",
-        description='Region in image pixels as JSON: {"box": [x0, y0, x1, y1]} or {"lasso": [[x, y], ...]}',
+        description='Region in image pixels as JSON: {"box": [x0, y0, x1, y1]}, {"lasso": [[x, y], ...]} or '
+        '{"mask": {"width": W, "height": H, "runs": [...]}} (Click Select)',
         options={"HIDDEN", "SKIP_SAVE"},
     )
 
@@ -83,8 +84,13 @@ def parse_selection(raw: str, image: bpy.types.Image) -> dict:
         selection = Selection.parse("selection", json.loads(raw))
     except ValueError as error:
         raise InputError("The selection is not valid JSON; draw it again.") from error
-    x0, y0, x1, y1 = selection.bounds
     width, height = image.size
+    if selection.mask_file is not None:
+        raise InputError("Blender sends a mask selection as run-length data; make it with Click Select.")
+    mismatch = selection.size_mismatch(width, height)
+    if mismatch is not None:
+        raise InputError(mismatch)
+    x0, y0, x1, y1 = selection.bounds
     if x1 <= 0 or y1 <= 0 or x0 >= width or y0 >= height:
         raise InputError("The selection lies outside the image; draw it on the image.")
     return selection.to_dict()

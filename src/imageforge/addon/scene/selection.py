@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...contract.selection_geometry import analysed_crop, even_odd_area
+from ...contract.selection_geometry import MaskRuns, analysed_crop, even_odd_area
 
 Point = tuple[float, float]
 
@@ -87,7 +87,25 @@ def lasso_selection(points: Sequence[Point], width: int, height: int, spacing: f
     return {"lasso": [[round(x, 2), round(y, 2)] for x, y in kept]}
 
 
+def mask_runs(selection: dict) -> MaskRuns:
+    """The run-length mask of a mask selection dict (already validated by the contract)."""
+    raw = selection["mask"]
+    return MaskRuns(raw["width"], raw["height"], tuple(raw["runs"]))
+
+
+def encode_mask(inside: np.ndarray) -> dict:
+    """A mask selection dict from (height, width) booleans, top row first."""
+    height, width = inside.shape
+    runs = MaskRuns.encode(np.ascontiguousarray(inside, dtype=np.uint8).tobytes(), width, height)
+    return {"mask": {"width": width, "height": height, "runs": list(runs.runs)}}
+
+
 def selection_bounds(selection: dict) -> tuple[float, float, float, float]:
+    if "mask" in selection:
+        bounds = mask_runs(selection).bounds
+        if bounds is None:
+            raise ValueError("an empty mask has no bounds")
+        return bounds
     if "box" in selection:
         x0, y0, x1, y1 = selection["box"]
         return (x0, y0, x1, y1)
@@ -98,6 +116,11 @@ def selection_bounds(selection: dict) -> tuple[float, float, float, float]:
 
 def selection_mask(selection: dict, width: int, height: int) -> np.ndarray:
     """(height, width) booleans, top row first: pixels whose centre lies inside the selection (even-odd)."""
+    if "mask" in selection:
+        runs = mask_runs(selection)
+        if (runs.width, runs.height) != (width, height):
+            raise ValueError(f"a {runs.width}×{runs.height} mask on a {width}×{height} image")
+        return np.frombuffer(runs.to_bytes(), np.uint8).reshape(height, width).astype(bool)
     mask = np.zeros((height, width), dtype=bool)
     centres = np.arange(width) + 0.5
     if "box" in selection:

@@ -1,5 +1,9 @@
-"""A selection (box or lasso, in image pixels, origin top-left, y down) as pixels: the region Refine Selection
-works on, and the anti-aliased coverage Cutout and Inpaint use as their matte.
+"""A selection (box, lasso or mask, in image pixels, origin top-left, y down) as pixels: the region Refine
+Selection works on, and the anti-aliased coverage Cutout and Inpaint use as their matte.
+
+A mask selection (run-length data, or a mask image of the image's size: job_steps/mask_image.py) is its own
+coverage (a mask file's grey levels are a soft edge); for refining, its inside (weight ≥ 0.5) takes the place of
+a lasso's: the same crop around its bounds, the same grow.
 
 The crop around the selection gives BEN2 context (`padding` pixels); the matte is then confined to the
 selection grown by a small margin, because a hand-drawn lasso cuts through the object's edge here and
@@ -20,6 +24,7 @@ import numpy as np
 from ...contract import InputError
 from ...contract.parameters import Selection
 from ...contract.selection_geometry import analysed_crop, clip_bounds
+from .mask_image import open_mask, read_mask
 from .region import Region
 
 SUPERSAMPLE = 4  # anti-aliased coverage: 4 × 4 samples per pixel
@@ -42,6 +47,9 @@ def selection_region(selection: Selection, size: tuple[int, int], padding: int) 
     """The crop and confining mask of `selection` on an image of `size` (width, height)."""
     width, height = size
     check_overlap(selection, size)
+    weight = mask_weight(selection, size)
+    if weight is not None:
+        return _mask_region(weight >= 0.5, padding)
     crop, grow = analysed_crop(selection.bounds, padding, width, height)  # bounds clipped: a huge box is the image
     if selection.box is not None:
         x0, y0, x1, y1 = clip_bounds(selection.box, width, height)
@@ -53,6 +61,31 @@ def selection_region(selection: Selection, size: tuple[int, int], padding: int) 
     if not inside.any():
         raise InputError("The selection covers no pixel of the image; draw a larger selection over the image.")
     return SelectionRegion(crop, mask, grow)
+
+
+def _mask_region(inside: np.ndarray, padding: int) -> SelectionRegion:
+    height, width = inside.shape
+    rows, columns = np.nonzero(inside.any(axis=1))[0], np.nonzero(inside.any(axis=0))[0]
+    if rows.size == 0:
+        raise InputError("The mask selection covers no pixel of the image; select the object again.")
+    bounds = (float(columns[0]), float(rows[0]), float(columns[-1] + 1), float(rows[-1] + 1))
+    crop, grow = analysed_crop(bounds, padding, width, height)
+    x0, y0, x1, y1 = crop
+    return SelectionRegion(crop, dilate(inside[y0:y1, x0:x1], grow).astype(np.float32), grow)
+
+
+def mask_weight(selection: Selection, size: tuple[int, int]) -> np.ndarray | None:
+    """A mask selection's weight (H, W) in [0, 1] on an image of `size`; None for a box or lasso."""
+    width, height = size
+    if selection.mask is not None:
+        mismatch = selection.size_mismatch(width, height)
+        if mismatch is not None:
+            raise InputError(mismatch)
+        pixels = np.frombuffer(selection.mask.to_bytes(), np.uint8).reshape(height, width)
+        return pixels.astype(np.float32)
+    if selection.mask_file is not None:
+        return read_mask(open_mask(selection.mask_file, size, resampled=False), size)
+    return None
 
 
 def _rasterise(polygon: list[tuple[float, float]], crop: tuple[int, int, int, int], grow: int) -> np.ndarray:
@@ -87,8 +120,14 @@ def _dilate(mask: np.ndarray, radius: int, *, axis: int) -> np.ndarray:
 
 
 def check_overlap(selection: Selection, size: tuple[int, int]) -> None:
-    """The one check that a selection meets the image, before any model is prepared or downloaded."""
+    """The one check that a selection meets the image, before any model is prepared or downloaded: a mask of
+    the image's size (a mask file's header is read), a box or lasso over it."""
     width, height = size
+    mismatch = selection.size_mismatch(width, height)
+    if mismatch is not None:
+        raise InputError(mismatch)
+    if selection.mask_file is not None:
+        open_mask(selection.mask_file, size, resampled=False)
     if not selection.overlaps(width, height):
         raise InputError(f"The selection lies outside the image ({width}×{height} pixels); draw it over the image.")
 
@@ -137,6 +176,9 @@ def selection_coverage(selection: Selection | None, size: tuple[int, int]) -> np
     if selection is None:
         return np.ones((height, width), np.float32)
     check_overlap(selection, size)
+    weight = mask_weight(selection, size)
+    if weight is not None:
+        return weight
     coverage = np.zeros((height, width), np.float32)
     left, top, right, bottom = selection.bounds
     region = Region(max(0, math.floor(left)), max(0, math.floor(top)), min(width, math.ceil(right)),

@@ -1,10 +1,10 @@
 """inpaint-image: LaMa fills the region a mask or a selection marks; every other pixel stays as it was.
 
 The region comes from exactly one of:
-- `mask`: a grey or alpha image of the input's shape. An image with transparency uses its alpha (opaque =
-  fill, e.g. a cutout); otherwise its grey value (white = fill). Grey levels between are a soft edge. A mask
-  of another size but the same aspect ratio (within 1%) is resampled to the input's size.
-- `selection`: a box or lasso in image pixels, anti-aliased at its edge (as Cutout rasterises it).
+- `mask`: a grey or alpha image of the input's shape (job_steps/mask_image.py: alpha if it has transparency,
+  else grey; white or opaque = fill; a mask of another size but the same aspect ratio is resampled).
+- `selection`: a box or lasso in image pixels, anti-aliased at its edge (as Cutout rasterises it), or a mask
+  selection (Click Select's, or a mask file of the image's size).
 
 Result `inpaint`: a PNG at the input size, RGB or RGBA as the input (alpha untouched), 8-bit for 8-bit
 sources and 16-bit otherwise; outside the region it is bit-identical to an 8/16-bit input. Only a crop
@@ -16,22 +16,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ...contract import InputError
 from ...contract.catalog import Family
 from ...contract.jobs import InpaintImageParams
 from ...contract.results import ResultName
 from ..job_steps.hole_fill import hole_crop, inpaint_pixels
+from ..job_steps.mask_image import open_mask, read_mask
 from ..job_steps.model_loading import log_model_time, prepare_adapter
 from ..job_steps.progress import JobProgress
 from ..job_steps.selection_mask import check_overlap, selection_coverage
-from ..media import MediaSource, open_input, resize, write_png
+from ..media import open_input, write_png
 from ..models.display import display_pixels
 from ..models.lama import LamaAdapter
-
-LUMA = np.array([0.2126, 0.7152, 0.0722], np.float32)
-ASPECT_TOLERANCE = 0.01
 
 
 def run_inpaint_image(context: Any, params: InpaintImageParams) -> dict[ResultName, str]:
@@ -41,8 +37,7 @@ def run_inpaint_image(context: Any, params: InpaintImageParams) -> dict[ResultNa
     size = (source.width, source.height)
     mask_source = None
     if params.mask is not None:
-        mask_source = open_input(params.mask, still_only=True)
-        check_mask_shape(mask_source, size)
+        mask_source = open_mask(params.mask, size)
     elif params.selection is not None:  # always, given the check above
         check_overlap(params.selection, size)
     progress = JobProgress(context)
@@ -59,29 +54,3 @@ def run_inpaint_image(context: Any, params: InpaintImageParams) -> dict[ResultNa
     write_png(Path(context.directory) / "inpaint.png", filled, bits=image.sample_kind.png_bits)
     log_model_time(context, progress, adapter)
     return {ResultName.INPAINT: "inpaint.png"}
-
-
-def check_mask_shape(mask: MediaSource, size: tuple[int, int]) -> None:
-    width, height = size
-    if (mask.width, mask.height) == size:
-        return
-    if abs(mask.width / mask.height - width / height) > ASPECT_TOLERANCE * width / height:
-        raise InputError(
-            f"The mask is {mask.width}×{mask.height} pixels but the image is {width}×{height}; "
-            "use a mask of the image's shape."
-        )
-
-
-def read_mask(mask: MediaSource, size: tuple[int, int]) -> np.ndarray:
-    """The fill weight (H, W) in [0, 1] at `size`: the mask's alpha if it has transparency, else its grey."""
-    pixels = np.clip(display_pixels(mask.read_still()), 0.0, 1.0)
-    if pixels.shape[2] == 4 and float(pixels[..., 3].min()) < 1.0:
-        weight = pixels[..., 3]
-    elif np.array_equal(pixels[..., 0], pixels[..., 1]) and np.array_equal(pixels[..., 1], pixels[..., 2]):
-        weight = pixels[..., 0]
-    else:
-        weight = pixels[..., :3] @ LUMA
-    weight = np.ascontiguousarray(weight, dtype=np.float32)
-    if weight.shape[::-1] != size:
-        weight = np.clip(resize(weight, size), 0.0, 1.0)
-    return weight
