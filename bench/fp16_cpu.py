@@ -1,6 +1,10 @@
 """fp16 model files on ONNX Runtime CPU: the fp16 file, its fp32 twin and the server's fp32 CPU copy, side by side.
 
-    uv run --locked --no-sync python bench/fp16_cpu.py [--runs 3] [--threads N]
+    uv run --locked --no-sync python bench/fp16_cpu.py [--runs 3] [--threads N] [--here]
+
+It runs as the server really runs models: in the server environment Set Up Server builds from the shipped
+pins (tests/kit/server_env.py; the bench re-starts itself there, with only BlendJob added beside it) on the
+server's default threads; `--here` runs in the calling environment instead.
 
 Needs bench/models/ben2-shaped.onnx and ben2-shaped-fp16.onnx (bench/export_image_models.py --ben2-only).
 The copy is derived exactly as the server derives it on first CPU use (cpu_copy.derive: rewrite, then the
@@ -20,17 +24,43 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import onnxruntime as ort
-
-from imageforge.server.inference.cpu_copy import copy_path, derive
-from imageforge.server.inference.devices import default_intra_op_threads
-from imageforge.server.inference.onnx_messages import parse_model
-
 HERE = Path(__file__).resolve().parent
+
+
+def in_server_environment() -> None:
+    """Run this script again with the server environment's Python: our source and BlendJob (alone, through a
+    link) on its path, nothing else of the calling environment."""
+    import blendjob
+
+    sys.path.insert(0, str(HERE.parent))
+    from tests.kit.server_env import cached_environment
+
+    python = cached_environment() / ".venv" / "bin" / "python"
+    with tempfile.TemporaryDirectory() as links:
+        (Path(links) / "blendjob").symlink_to(Path(blendjob.__file__).resolve().parent)
+        path = os.pathsep.join([str(HERE.parent / "src"), links])
+        completed = subprocess.run(
+            [str(python), __file__, "--here", *sys.argv[1:]], env={**os.environ, "PYTHONPATH": path}
+        )
+    raise SystemExit(completed.returncode)
+
+
+if "--here" not in sys.argv:
+    in_server_environment()
+
+import numpy as np  # noqa: E402  (the environment is chosen above)
+import onnxruntime as ort  # noqa: E402
+
+from imageforge.server.inference.cpu_copy import copy_path, derive  # noqa: E402
+from imageforge.server.inference.devices import default_intra_op_threads  # noqa: E402
+from imageforge.server.inference.onnx_messages import parse_model  # noqa: E402
+
 MODELS = HERE / "models"
 RESULTS = HERE / "results"
 GOAL = 1.05
@@ -57,6 +87,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--threads", type=int, default=default_intra_op_threads())
+    parser.add_argument("--here", action="store_true", help="run in this environment, not the server's")
     args = parser.parse_args()
     RESULTS.mkdir(exist_ok=True)
     fp32, fp16 = MODELS / "ben2-shaped.onnx", MODELS / "ben2-shaped-fp16.onnx"
@@ -83,6 +114,7 @@ def main() -> None:
     del sessions
     nodes = {name: optimised_nodes(path, args.threads) for name, path in files.items()}
     base, base_cpu = statistics.median(times["fp32 twin"]), statistics.median(cpu["fp32 twin"])
+    print(f"python {sys.executable}, onnxruntime {ort.__version__}, numpy {np.__version__}")
     print(f"threads {args.threads}, load average {os.getloadavg()[0]:.2f}, {args.runs} interleaved runs each")
     largest = record.checks[0]["max_abs_diff"]
     print(f"copy derived and checked in {derive_seconds:.1f} s: {record.removed_casts} Casts removed, "
@@ -106,8 +138,12 @@ def main() -> None:
     ratio, ratio_cpu = rows["fp32 CPU copy"]["ratio"], rows["fp32 CPU copy"]["cpu_ratio"]
     verdict = "met" if min(ratio, ratio_cpu) <= GOAL else "NOT met"
     print(f"goal fp16 file on CPU within {GOAL}x of fp32: copy {ratio:.3f}x wall, {ratio_cpu:.3f}x CPU: {verdict}")
+    speedup = rows["fp16 file"]["median"] / rows["fp32 CPU copy"]["median"]
+    speedup_cpu = rows["fp16 file"]["cpu_ratio"] / rows["fp32 CPU copy"]["cpu_ratio"]
+    print(f"what the copy saves a CPU user: fp16 file ÷ copy {speedup:.3f}x wall, {speedup_cpu:.3f}x CPU")
     payload = {"threads": args.threads, "load": os.getloadavg(), "derive_seconds": derive_seconds, "rows": rows,
-               "same_graph": same}  # fmt: skip
+               "same_graph": same, "python": sys.executable, "onnxruntime": ort.__version__,
+               "fp16_over_copy": speedup}  # fmt: skip
     (RESULTS / "fp16_cpu.json").write_text(json.dumps(payload, indent=1), encoding="utf-8")
 
 

@@ -6,8 +6,9 @@
 
 Keys: KIT_BEN2 (background, 64² input, fp16 output, luma matte), KIT_UPSCALE (upscale, box blur radius 2
 then 4× nearest), KIT_MOGE2 (geometry, the known tilted plane), KIT_DA3 (multiview with cameras, S=28),
-KIT_LAMA (inpaint, fills the hole with the constant LAMA_FILL colour), and KIT_MOGE2_STEP (geometry, not a default:
-the kit plane with a card at half its distance over the middle of the image, KIT_STEP).
+KIT_LAMA (inpaint, fills the hole with the constant LAMA_FILL colour), KIT_MOGE2_STEP (geometry, not a default:
+the kit plane with a card at half its distance over the middle of the image, KIT_STEP), and KIT_BEN2_FP16_LARGE
+(background, not a default: the fp16 BEN2 layout, over 9 MB, so the server writes its fp32 CPU copy in a child).
 The others are their family's default, so jobs without `model` use them.
 """
 
@@ -19,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .hub import LoopbackHub
-from .onnx_models import build_ben2, build_da3, build_lama, build_moge2, build_upscaler
+from .onnx_models import build_ben2, build_ben2_fp16, build_da3, build_lama, build_moge2, build_upscaler
+
+LARGE_FP16_BYTES = 9 * 1024 * 1024  # KIT_BEN2_FP16_LARGE: above the size the server rewrites in its own process
 
 KIT_STEP = (0.25, 0.25, 0.75, 0.75, 0.5)  # KIT_MOGE2_STEP: the middle quarter of the image half as far away
 KIT_MODELS = {
@@ -29,6 +32,12 @@ KIT_MODELS = {
     "KIT_DA3": ("multiview", "da3", lambda path: build_da3(path, size=28), {"attention_heads": 6}),
     "KIT_LAMA": ("inpaint", "lama", build_lama, {}),
     "KIT_MOGE2_STEP": ("geometry", "moge2", lambda path: build_moge2(path, step=KIT_STEP), {"default": False}),
+    "KIT_BEN2_FP16_LARGE": (
+        "background",
+        "ben2",
+        lambda path: build_ben2_fp16(path, size=64, ballast_bytes=LARGE_FP16_BYTES),
+        {"normalization": "none", "default": False},
+    ),
 }
 
 
@@ -38,7 +47,10 @@ class KitCatalog:
     files: dict[str, bytes]  # key -> the model file's bytes
 
 
-def publish_kit_catalog(hub: LoopbackHub, folder: Path, keys: tuple[str, ...] = tuple(KIT_MODELS)) -> KitCatalog:
+EVERY_JOB = tuple(key for key in KIT_MODELS if key != "KIT_BEN2_FP16_LARGE")  # the default `keys`: what jobs use
+
+
+def publish_kit_catalog(hub: LoopbackHub, folder: Path, keys: tuple[str, ...] = EVERY_JOB) -> KitCatalog:
     folder.mkdir(parents=True, exist_ok=True)
     models, files = [], {}
     for key in keys:

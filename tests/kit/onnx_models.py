@@ -170,7 +170,7 @@ def ben2_reference(x: np.ndarray, function: str = "luma") -> np.ndarray:
     raise ValueError(f"unknown BEN2 test function {function!r}")
 
 
-def build_ben2_fp16(path, *, size: int = 32, features: int = 8, seed: int = 7) -> Path:
+def build_ben2_fp16(path, *, size: int = 32, features: int = 8, seed: int = 7, ballast_bytes: int = 0) -> Path:
     """BEN2's published precision layout (``onnx/model_fp16.onnx``): ``input`` float32 [1,3,S,S] cast to fp16
     inside, fp16 weights and arithmetic, ``output`` float16 [1,1,S,S].
 
@@ -179,6 +179,8 @@ def build_ben2_fp16(path, *, size: int = 32, features: int = 8, seed: int = 7) -
     Casts to float32 and back (as converters do for operators they keep in fp32), a 1×1 Conv, a Sigmoid,
     and a Cast from an integer (the input's height, from ``Shape``) to fp16 that scales the matte by
     ``height / size`` = 1. Its function is not simple: compare it with an fp32 run, not a closed form.
+    ``ballast_bytes`` adds an fp16 weight of about that size (the matte × (1 − its mean, ~1e-3)), to make a file
+    larger than the server rewrites in its own process (cpu_copy.IN_PROCESS_BYTES).
     """
     rng = np.random.default_rng(seed)
     g = _Graph()
@@ -197,6 +199,10 @@ def build_ben2_fp16(path, *, size: int = 32, features: int = 8, seed: int = 7) -
     matte = g.op("Sigmoid", [g.op("Conv", [y, w2], kernel_shape=[1, 1])])
     height = g.op("Gather", [g.op("Shape", ["input"]), g.const(2, np.int64)], axis=0)
     ratio = g.op("Div", [g.op("Cast", [height], to=_F16), g.const(float(size), np.float16)])
+    if ballast_bytes:
+        ballast = g.const(rng.uniform(0, 2e-3, ballast_bytes // 2), np.float16, hint="ballast")
+        damping = g.op("Sub", [g.const(1.0, np.float16, hint="one"), g.op("ReduceMean", [ballast], keepdims=0)])
+        ratio = g.op("Mul", [ratio, damping])
     g.op("Mul", [matte, ratio], out="output")
     return g.save(
         path,

@@ -136,12 +136,16 @@ def jobs(_args: argparse.Namespace) -> int:
 
 def models_list(args: argparse.Namespace) -> int:
     from ..contract.catalog import load_catalog
-    from ..contract.model_files import model_status
+    from ..contract.cpu_copies import read_record
+    from ..contract.model_files import file_path, model_status
 
     root = _storage_root(args)
     for entry in load_catalog(storage_root=root).models:
         size = f"{entry.declared_size / 1e6:.0f} MB" if entry.declared_size else "size unknown"
         state = model_status(root, entry).summary
+        records = (read_record(file_path(root, entry, model_file)) for model_file in entry.files)
+        copies = "; ".join(record.summary for record in records if record is not None and record.summary)
+        state = f"{state} ({copies})" if copies else state
         marker = "*" if entry.default else " "
         print(f"{marker} {entry.key:<26} {entry.family.value:<10} {size:>12}  {entry.license:<13} {state}")
     return 0

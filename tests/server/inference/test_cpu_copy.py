@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 import numpy as np
 import onnx
@@ -14,6 +15,7 @@ from google.protobuf import descriptor as protobuf_descriptor
 from onnx import TensorProto, helper, numpy_helper, onnx_ml_pb2
 
 from imageforge.contract import Device
+from imageforge.contract.cpu_copies import ACCEPTANCE_RULE
 from imageforge.contract.model_files import file_path
 from imageforge.server.inference import ModelManager, cpu_copy
 from imageforge.server.inference.cpu_copy import CopyStatus, copy_path, cpu_graph, read_record, record_path
@@ -220,6 +222,55 @@ def test_a_copy_that_differs_from_the_original_is_rejected_and_deleted(tmp_path,
     assert cpu_graph(ort, source, digest, threads=1) == source
 
 
+def test_a_child_that_does_not_run_records_nothing_and_the_next_server_tries_again(tmp_path, monkeypatch):
+    # issue 28: a child that died (here: a module it cannot import) says nothing about the file
+    monkeypatch.setattr(cpu_copy, "IN_PROCESS_BYTES", 0)
+    monkeypatch.setattr(cpu_copy, "_failed_here", {})
+    monkeypatch.setattr(
+        cpu_copy, "child_command", lambda module, arguments: [sys.executable, "-c", "import blendjob_is_not_here"]
+    )
+    source = build_ben2_fp16(tmp_path / "model.onnx")
+    digest = sha(source)
+    assert cpu_graph(ort, source, digest, threads=1) == source
+    assert read_record(source) is None and not copy_path(source, digest).exists()
+    note = cpu_copy.copy_note(source)
+    assert note.startswith("no fp32 CPU copy this time: the rewrite did not run: ModuleNotFoundError")
+    assert note.endswith("the next server start tries again")
+    monkeypatch.setattr(cpu_copy, "_rewrite", lambda *_: pytest.fail("not tried again by the same server"))
+    assert cpu_graph(ort, source, digest, threads=1) == source
+    monkeypatch.undo()  # a new server process: a fresh memory, the real child
+    monkeypatch.setattr(cpu_copy, "IN_PROCESS_BYTES", 0)
+    monkeypatch.setattr(cpu_copy, "_failed_here", {})
+    assert cpu_graph(ort, source, digest, threads=1) == copy_path(source, digest)
+    assert read_record(source).status is CopyStatus.READY and cpu_copy.copy_note(source) == ""
+
+
+def test_a_rejection_under_an_older_rule_is_checked_again(tmp_path):
+    # records written before issue 28 rejected copies of files whose child never ran ("No module named ...")
+    source = build_ben2_fp16(tmp_path / "model.onnx")
+    digest = sha(source)
+    old = {"source_sha256": digest, "status": "rejected", "reason": "the rewrite failed (No module named 'blendjob')"}
+    record_path(source).write_text(json.dumps(old))
+    assert not read_record(source).current
+    assert cpu_graph(ort, source, digest, threads=1) == copy_path(source, digest)
+    assert read_record(source).status is CopyStatus.READY and read_record(source).rule == ACCEPTANCE_RULE
+
+
+def test_a_rejection_is_kept_with_its_reason_for_the_job_log(tmp_path, monkeypatch):
+    source = build_ben2_fp16(tmp_path / "model.onnx")
+    other = build_ben2_fp16(tmp_path / "other.onnx", seed=99)
+    monkeypatch.setattr(
+        cpu_copy,
+        "_rewrite",
+        lambda _source, target: target.write_bytes(convert(other.read_bytes()).data) and {"status": "converted",
+            "fp16_tensors": 7, "removed_casts": 3, "restored_constants": 1},
+    )  # fmt: skip
+    assert cpu_graph(ort, source, sha(source), threads=1) == source
+    assert read_record(source).current
+    assert cpu_copy.copy_note(source).startswith("its fp32 CPU copy was rejected: output 0 differs")
+    assert read_record(source).summary.startswith("no fp32 CPU copy: output 0 differs")
+
+
 def test_large_files_are_rewritten_in_a_child_process(tmp_path, monkeypatch):
     # the server's HTTP thread keeps the GIL while a child parses a BEN2-sized file
     monkeypatch.setattr(cpu_copy, "IN_PROCESS_BYTES", 0)
@@ -260,6 +311,21 @@ def test_fp32_models_are_recorded_as_not_needed(tmp_path):
 def test_the_check_tolerance(actual, problem):
     _, found = cpu_copy.compare([np.array([0.0, 0.5, 1.0], np.float16)], [actual])
     assert (problem in found) if problem else found == ""
+
+
+def test_an_output_of_tiny_range_may_differ_by_fp16_rounding_but_not_by_a_wrong_copy():
+    # issue 28's random-weight BEN2: a matte spanning 0.043 around 0.5, copy off by 1.12e-4 on average, which
+    # the range alone (0.002 × 0.043 = 8.6e-5) called wrong; half an fp16 step there is 1.2e-4 to 2.4e-4
+    generator = np.random.default_rng(5)
+    original = (0.48 + 0.043 * generator.random(4096)).astype(np.float16)
+    rounded = original.astype(np.float64) + generator.uniform(-2.24e-4, 2.24e-4, original.shape)  # mean 1.12e-4
+    checks, problem = cpu_copy.compare([original], [rounded])
+    assert problem == "" and checks[0]["mean_abs_diff"] == pytest.approx(1.12e-4, rel=0.05)
+    assert 0.002 * checks[0]["range"] < checks[0]["mean_abs_diff"] < checks[0]["mean_limit"]
+    wrong = np.roll(original, 1).astype(np.float64)  # a wrong copy: same values, wrong places (other weights)
+    assert "differs by" in cpu_copy.compare([original], [wrong])[1]
+    shifted = original.astype(np.float64) + 0.02 * 0.043  # 2% of the range everywhere: a lost bias
+    assert "on average" in cpu_copy.compare([original], [shifted])[1]
 
 
 # ---------------------------------------------------------------------------------------------- who loads what

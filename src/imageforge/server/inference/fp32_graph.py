@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from .onnx_messages import (
     ATTRIBUTE_GRAPH,
@@ -86,6 +87,8 @@ def rewrite_file(source: Path, target: Path) -> dict[str, Any]:
         conversion = convert(source.read_bytes())
     except UnsupportedModel as error:
         return {"status": "unsupported", "reason": str(error)}
+    except DecodeError as error:
+        return {"status": "unreadable", "reason": f"not an ONNX file protobuf can read: {error}"}
     figures = {
         "fp16_tensors": conversion.fp16_tensors,
         "removed_casts": conversion.removed_casts,

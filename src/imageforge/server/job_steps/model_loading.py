@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from ...contract import Device, ModelUnavailableError
 from ...contract.catalog import Family, load_catalog
 from ..inference import current_fraction
-from ..inference.cpu_copy import is_copy
+from ..inference.cpu_copy import copy_note, is_copy
 from ..models import Adapter, load_adapter
 from .progress import DOWNLOAD_END, JobProgress
 
@@ -33,6 +33,9 @@ def prepare_adapter(
         )
     graph = adapter.handle.graph
     copy = f" from its fp32 CPU copy {graph.name}" if is_copy(graph) else ""
+    if not copy and adapter.device is Device.CPU and graph is not None:
+        note = copy_note(graph)
+        copy = f" ({note})" if note else ""
     session = "session reused from an earlier job" if adapter.handle.reused else "session loaded"
     context.log(
         f"{entry.label} ({entry.key}) loaded for device {device.value}: "
