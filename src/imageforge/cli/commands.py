@@ -26,6 +26,7 @@ from .progress import ProgressPrinter
 if TYPE_CHECKING:
     from blendjob import JobResult
 
+    from ..client.model_exchange import FileTransfer
     from ..client.retention import RetentionPlan
     from .output_placement import OutputFolder
 
@@ -37,6 +38,8 @@ __all__ = [
     "jobs",
     "models_convert",
     "models_download",
+    "models_export",
+    "models_import",
     "models_list",
     "models_verify",
     "run",
@@ -192,6 +195,31 @@ def models_verify(args: argparse.Namespace) -> int:
     if failures:
         _say(f"{failures} file(s) damaged; 'imageforge models download KEY' fetches them again.")
     return 1 if failures else 0
+
+
+def models_export(args: argparse.Namespace) -> int:
+    from ..client.model_exchange import export_models
+
+    return _exchange_summary(export_models(_storage_root(args), Path(args.folder), report=print), "exported")
+
+
+def models_import(args: argparse.Namespace) -> int:
+    from ..client.model_exchange import import_models
+
+    return _exchange_summary(import_models(_storage_root(args), Path(args.folder), report=print), "imported")
+
+
+def _exchange_summary(transfers: list[FileTransfer], verb: str) -> int:
+    """One line per file came before; then the count, and exit 1 when a file was damaged or none was found."""
+    from ..client.model_exchange import TransferState
+
+    damaged = [item for item in transfers if item.state is TransferState.DAMAGED]
+    done = sum(item.state in (TransferState.COPIED, TransferState.ALREADY_THERE) for item in transfers)
+    if not transfers:
+        _say(f"No model files {verb}: none is ready here, or the folder holds none of the catalog's.")
+    else:
+        _say(f"{done} file(s) {verb} and verified" + (f"; {len(damaged)} damaged, not copied." if damaged else "."))
+    return 1 if damaged or not transfers else 0
 
 
 def job_files(args: argparse.Namespace) -> int:

@@ -76,6 +76,16 @@ def build_parser() -> argparse.ArgumentParser:
     models_sub.add_parser("verify", help="Re-hash every downloaded model file").set_defaults(
         handler=commands.models_verify
     )
+    export = models_sub.add_parser(
+        "export", help="Copy the downloaded models into a folder (a share, a drive) for machines without a hub"
+    )
+    export.add_argument("folder", help="Folder to write (the mirror layout: IMAGEFORGE_MODEL_MIRROR can name it)")
+    export.set_defaults(handler=commands.models_export)
+    imported = models_sub.add_parser(
+        "import", help="Copy the models a folder holds into the storage root, each verified by size and SHA-256"
+    )
+    imported.add_argument("folder", help="A folder 'imageforge models export' wrote")
+    imported.set_defaults(handler=commands.models_import)
     return parser
 
 

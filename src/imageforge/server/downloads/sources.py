@@ -7,7 +7,8 @@ BlendJob resource `downloads`, whose `snapshot()` the panel shows.
 
 Settings come from the environment of the server process:
 - `HF_ENDPOINT`: the hub (default https://huggingface.co), `{endpoint}/{repository}/resolve/main/{path}`.
-- `IMAGEFORGE_MODEL_MIRROR`: the mirror, `{mirror}/{directory}/{path}`.
+- `IMAGEFORGE_MODEL_MIRROR`: the mirror, `{mirror}/{directory}/{path}`: an http(s) URL, or a folder (a path
+  or `file:` URL: a share the render nodes mount, as `imageforge models export` writes it; local_mirror.py).
 - `IMAGEFORGE_DOWNLOAD_CONNECT_TIMEOUT` / `IMAGEFORGE_DOWNLOAD_READ_TIMEOUT`: seconds (6 and 60).
 - System proxies (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`, and the OS settings on Windows and macOS) are
   honoured because every request goes through `requests` with its environment trust left on.
@@ -16,12 +17,15 @@ Settings come from the environment of the server process:
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
+from urllib.request import url2pathname
 
 from ...contract.catalog import ModelEntry, ModelFile
 from ...contract.health import DownloadsHealth, DownloadSource
@@ -57,7 +61,8 @@ class DownloadSettings:
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> DownloadSettings:
         environ = os.environ if environ is None else environ
-        mirror = (environ.get(MIRROR_VARIABLE) or "").strip().rstrip("/")
+        configured = (environ.get(MIRROR_VARIABLE) or "").strip()
+        mirror = mirror_location(configured) if configured else ""
         return cls(
             hub=(environ.get(HUB_VARIABLE) or DEFAULT_HUB).strip().rstrip("/"),
             mirror=mirror or None,
@@ -77,8 +82,27 @@ def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
 
 
 def host_of(url: str) -> str:
-    """The host (and port) of a URL, for one-sentence messages."""
+    """The host (and port) of a URL, for one-sentence messages; a file: URL's folder."""
+    if url.startswith("file:"):
+        return f"the folder {local_path(url).parent}"
     return url.split("://", 1)[-1].split("/", 1)[0]
+
+
+def mirror_location(value: str) -> str:
+    """The mirror setting as a URL: an http(s) or file URL unchanged, a folder path as its file: URL."""
+    value = value.strip()
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+://", value):
+        return value.rstrip("/")
+    return Path(value).expanduser().resolve().as_uri().rstrip("/")
+
+
+def local_path(url: str) -> Path:
+    """The file a file: URL names (a host other than localhost is a UNC share on Windows)."""
+    parts = urlsplit(url)
+    path = parts.path
+    if parts.netloc and parts.netloc != "localhost":
+        path = f"//{parts.netloc}{path}"
+    return Path(url2pathname(path) if os.name == "nt" else unquote(path))
 
 
 def hub_url(hub: str, repository: str, path: str) -> str:
@@ -145,8 +169,11 @@ class DownloadSources:
             if self._session is None:
                 import requests  # imported here: the server starts without paying for it
 
+                from .local_mirror import LocalFileAdapter
+
                 self._session = requests.Session()
                 self._session.headers["User-Agent"] = USER_AGENT
+                self._session.mount("file://", LocalFileAdapter())  # a mirror that is a folder
             return self._session
 
     def snapshot(self) -> dict[str, Any]:
