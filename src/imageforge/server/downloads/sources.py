@@ -17,18 +17,16 @@ Settings come from the environment of the server process:
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, unquote, urlsplit
-from urllib.request import url2pathname
+from urllib.parse import quote
 
 from ...contract.catalog import ModelEntry, ModelFile
 from ...contract.health import DownloadsHealth, DownloadSource
+from .local_mirror import file_adapter, local_path, mirror_location
 
 if TYPE_CHECKING:
     import requests
@@ -86,23 +84,6 @@ def host_of(url: str) -> str:
     if url.startswith("file:"):
         return f"the folder {local_path(url).parent}"
     return url.split("://", 1)[-1].split("/", 1)[0]
-
-
-def mirror_location(value: str) -> str:
-    """The mirror setting as a URL: an http(s) or file URL unchanged, a folder path as its file: URL."""
-    value = value.strip()
-    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+://", value):
-        return value.rstrip("/")
-    return Path(value).expanduser().resolve().as_uri().rstrip("/")
-
-
-def local_path(url: str) -> Path:
-    """The file a file: URL names (a host other than localhost is a UNC share on Windows)."""
-    parts = urlsplit(url)
-    path = parts.path
-    if parts.netloc and parts.netloc != "localhost":
-        path = f"//{parts.netloc}{path}"
-    return Path(url2pathname(path) if os.name == "nt" else unquote(path))
 
 
 def hub_url(hub: str, repository: str, path: str) -> str:
@@ -169,11 +150,9 @@ class DownloadSources:
             if self._session is None:
                 import requests  # imported here: the server starts without paying for it
 
-                from .local_mirror import LocalFileAdapter
-
                 self._session = requests.Session()
                 self._session.headers["User-Agent"] = USER_AGENT
-                self._session.mount("file://", LocalFileAdapter())  # a mirror that is a folder
+                self._session.mount("file://", file_adapter())  # a mirror that is a folder
             return self._session
 
     def snapshot(self) -> dict[str, Any]:
