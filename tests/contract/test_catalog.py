@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -80,30 +81,53 @@ def test_resolve_checks_the_family():
 @pytest.mark.parametrize(
     ("changes", "reason"),
     [
-        ({"files": []}, "invalid"),
-        ({"files": "model.onnx"}, "invalid"),
-        ({"family": "audio"}, "invalid"),
-        ({"directory": "../outside"}, "invalid"),
-        ({"directory": "C:/models"}, "invalid"),
-        ({"files": [{"path": "/etc/passwd"}]}, "invalid"),
-        ({"files": [{"path": "a\\..\\..\\b"}]}, "invalid"),
+        ({"files": []}, "'files' must be a non-empty list of {path, size?, sha256?} objects"),
+        ({"files": "model.onnx"}, "'files' must be a non-empty list"),
+        ({"files": ["model.onnx"]}, "each of 'files' must be an object with a 'path' string"),
+        ({"family": "audio"}, "family 'audio' is not one of background, geometry, upscale, multiview, inpaint"),
+        ({"directory": "../outside"}, "directory '../outside' could leave the models folder"),
+        ({"directory": "C:/models"}, "directory 'C:/models' could leave the models folder"),
+        ({"files": [{"path": "/etc/passwd"}]}, "file path '/etc/passwd' could leave the models folder"),
+        ({"files": [{"path": "a\\..\\..\\b"}]}, "file path 'a\\\\..\\\\..\\\\b' could leave the models folder"),
         ({"files": [{"path": "m.onnx", "size": "10"}]}, "size of 'm.onnx' must be a byte count"),
         ({"files": [{"path": "m.onnx", "size": -1}]}, "size of 'm.onnx' must be a byte count"),
         ({"files": [{"path": "m.onnx", "sha256": "abc"}]}, "sha256 of 'm.onnx' must be 64 hex digits"),
+        ({"max_file_size": 0}, "max_file_size must be a positive byte count"),
     ],
 )
-def test_invalid_entries_are_refused_with_the_catalog_named(changes, reason):
-    with pytest.raises(ModelUnavailableError, match=r"^Model catalog catalog\.json: entry 'TEST' is invalid") as raised:
+def test_invalid_entries_are_refused_with_the_catalog_named_and_the_reason(changes, reason):
+    with pytest.raises(
+        ModelUnavailableError, match=r"^Model catalog catalog\.json: entry 'TEST' is invalid \("
+    ) as raised:
         parse(variant(**changes))
-    assert reason in str(raised.value)
+    assert reason in str(raised.value) and str(raised.value).endswith(").")
 
 
 def test_duplicate_keys_and_missing_fields_are_refused():
-    with pytest.raises(ModelUnavailableError, match="entry 'TEST' is invalid"):
+    with pytest.raises(ModelUnavailableError, match=r"entry 'TEST' is invalid \(the key 'TEST' appears twice\)\.$"):
         parse(VALID, VALID)
     incomplete = {name: value for name, value in VALID.items() if name != "repository"}
     with pytest.raises(ModelUnavailableError, match="an entry lacks 'repository'"):
         parse(incomplete)
+
+
+def test_a_deeply_nested_catalog_is_refused_with_its_name(tmp_path: Path):
+    nested = tmp_path / "nested.json"
+    nested.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(
+        ModelUnavailableError,
+        match=rf"^Cannot read the model catalog {re.escape(str(nested))}: its JSON is nested too deeply to be a "
+        r"catalog\.$",
+    ):
+        load_catalog(nested)
+
+
+def test_a_file_without_a_declared_size_is_bounded_by_its_family_or_its_entry():
+    background, upscale, own = parse(
+        variant(), variant(key="U", family="upscale"), variant(key="O", max_file_size=5)
+    ).models
+    assert (background.max_file_size, upscale.max_file_size, own.max_file_size) == (2 * 1024**3, 1024**3, 5)
+    assert own.options["max_file_size"] == 5
 
 
 def test_the_environment_variable_overrides_the_builtin_catalog(tmp_path, monkeypatch):

@@ -13,7 +13,9 @@ answers resolve URLs with a 302 to an absolute CDN URL.
 Supports HEAD, GET, `Range: bytes=N-` (206 + Content-Range, 416 past the end), and faults per URL path:
 "404", "500", "hang" (accepts, never answers), "stall" (headers then silence), "drop" (connection closed
 mid-file after `drop_after` bytes), "wrong_bytes" (same length, other content), "slow" (1 KiB chunks with
-`slow_delay` pauses), "ignore_range". `set_fault(key, fault, times=n)` makes a fault last n requests.
+`slow_delay` pauses), "ignore_range", "unbounded" (HEAD announces `announced_size` bytes, GET sends the whole
+file with no length, delimited by closing the connection), "redirect_loop" (302 to the same path, relative, as
+the hub redirects a renamed repository). `set_fault(key, fault, times=n)` makes a fault last n requests.
 Requests in absolute form (`GET http://host/path`) are served too and recorded as `proxied`: the hub is
 then acting as the system's HTTP proxy. Every request is recorded (path, Range header, status, bytes sent).
 
@@ -55,6 +57,7 @@ class LoopbackHub:
     stall_seconds: float = 30.0
     drop_after: int = 4096
     slow_delay: float = 0.01
+    announced_size: int = 1000  # what an "unbounded" HEAD says
 
     def add_hub_file(self, repository: str, path: str, content: bytes) -> str:
         key = f"{repository}/resolve/main/{path}"
@@ -147,6 +150,9 @@ class LoopbackHub:
         if self.down or fault == "500":
             self._empty(handler, record, 503 if self.down else 500)
             return
+        if fault == "redirect_loop":
+            self._empty(handler, record, 302, {"Location": "/" + key, "X-Repo-Commit": HUB_COMMIT})
+            return
         content = self._lookup(key)
         if content is None or fault == "404":
             repository_known = "/resolve/" in key and any(
@@ -167,6 +173,9 @@ class LoopbackHub:
             return
         if fault == "wrong_bytes":
             content = bytes(byte ^ 0xFF for byte in content)
+        if fault == "unbounded":
+            self._unbounded(handler, record, content, hub_headers, head=head)
+            return
         start = 0
         requested = handler.headers.get("Range")
         if requested and fault != "ignore_range" and requested.startswith("bytes=") and requested.endswith("-"):
@@ -212,6 +221,20 @@ class LoopbackHub:
                     time.sleep(self.slow_delay)
         except (BrokenPipeError, ConnectionResetError):
             handler.close_connection = True
+
+    def _unbounded(self, handler, record: RecordedRequest, content: bytes, hub_headers: dict, *, head: bool) -> None:
+        record.status = 200
+        handler.send_response(200)
+        for name, value in {**hub_headers, "X-Linked-Size": str(self.announced_size)}.items():
+            handler.send_header(name, value)
+        if head:
+            handler.send_header("Content-Length", str(self.announced_size))
+            handler.end_headers()
+            return
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        handler.close_connection = True
+        self._send_body(handler, record, content, None)
 
     @staticmethod
     def _empty(handler: BaseHTTPRequestHandler, record: RecordedRequest, code: int, headers=None) -> None:

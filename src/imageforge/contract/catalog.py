@@ -29,6 +29,21 @@ class Family(StrEnum):
     INPAINT = "inpaint"
 
 
+_GIB = 1024**3
+# The most one downloaded file of a family may have when the catalog declares no size (a hub's or mirror's
+# announced size is believed only up to this). About twice the largest file any known model of the family has
+# (BEN2 fp16 219 MB, BiRefNet fp32 ~1 GB; MoGe-2 ViT-L ~1.3 GB; Real-ESRGAN x4plus 67 MB; DA3 Large 1.35 GB;
+# LaMa 209 MB), so a lying or broken source cannot fill the disk. An entry may set its own `max_file_size`.
+MAX_FILE_BYTES: dict[Family, int] = {
+    Family.BACKGROUND: 2 * _GIB,
+    Family.GEOMETRY: 3 * _GIB,
+    Family.UPSCALE: 1 * _GIB,
+    Family.MULTIVIEW: 3 * _GIB,
+    Family.INPAINT: 1 * _GIB,
+}
+DEFAULT_MAX_FILE_BYTES = 4 * _GIB  # a family not listed above
+
+
 @dataclass(frozen=True)
 class ModelFile:
     path: str
@@ -53,6 +68,12 @@ class ModelEntry:
     default: bool
     files: tuple[ModelFile, ...]
     options: dict[str, Any] = field(default_factory=dict)  # the optional fields, e.g. normalization
+
+    @property
+    def max_file_size(self) -> int:
+        """The most bytes one of this entry's files may have when its size is not declared."""
+        own = self.options.get("max_file_size")
+        return own if isinstance(own, int) else MAX_FILE_BYTES.get(self.family, DEFAULT_MAX_FILE_BYTES)
 
     @property
     def declared_size(self) -> int | None:
@@ -99,50 +120,66 @@ _REQUIRED = ("key", "family", "adapter", "label", "license", "repository", "dire
 
 
 def parse_catalog(data: Any, source: Path) -> Catalog:
+    """Every refusal is one sentence naming the catalog, the entry and the reason."""
     if not isinstance(data, dict) or not isinstance(data.get("models"), list):
         raise ModelUnavailableError(f"Model catalog {source} must be an object with a 'models' list.")
-    entries = []
-    keys = set()
+    entries: list[ModelEntry] = []
     for raw in data["models"]:
         missing = [name for name in _REQUIRED if not isinstance(raw, dict) or name not in raw]
         if missing:
             raise ModelUnavailableError(f"Model catalog {source}: an entry lacks '{missing[0]}'.")
         try:
-            family = Family(raw["family"])
-            files = tuple(_model_file(item) for item in raw["files"])
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            if any(entry.key == str(raw["key"]) for entry in entries):
+                raise ValueError(f"the key {raw['key']!r} appears twice")
+            entries.append(_entry(raw))
+        except ValueError as error:
             raise ModelUnavailableError(
                 f"Model catalog {source}: entry {raw['key']!r} is invalid ({error})."
             ) from error
-        if not files or raw["key"] in keys or any(_unsafe(item.path) for item in files) or _unsafe(raw["directory"]):
-            raise ModelUnavailableError(f"Model catalog {source}: entry {raw['key']!r} is invalid.")
-        keys.add(raw["key"])
-        entries.append(
-            ModelEntry(
-                key=str(raw["key"]),
-                family=family,
-                adapter=str(raw["adapter"]),
-                label=str(raw["label"]),
-                license=str(raw["license"]),
-                repository=str(raw["repository"]),
-                directory=str(raw["directory"]),
-                default=bool(raw.get("default", False)),
-                files=files,
-                options={name: value for name, value in raw.items() if name not in (*_REQUIRED, "default")},
-            )
-        )
     return Catalog(tuple(entries), source)
+
+
+def _entry(raw: dict[str, Any]) -> ModelEntry:
+    """One entry's record; a ValueError says what is wrong with it."""
+    if raw["family"] not in {family.value for family in Family}:
+        raise ValueError(f"family {raw['family']!r} is not one of {', '.join(family.value for family in Family)}")
+    if not isinstance(raw["files"], list) or not raw["files"]:
+        raise ValueError("'files' must be a non-empty list of {path, size?, sha256?} objects")
+    files = tuple(_model_file(item) for item in raw["files"])
+    _check_max_file_size(raw.get("max_file_size"))
+    for kind, relative in [("directory", str(raw["directory"]))] + [("file path", item.path) for item in files]:
+        if _unsafe(relative):
+            raise ValueError(f"{kind} {relative!r} could leave the models folder (empty, absolute, a drive, or '..')")
+    return ModelEntry(
+        key=str(raw["key"]),
+        family=Family(raw["family"]),
+        adapter=str(raw["adapter"]),
+        label=str(raw["label"]),
+        license=str(raw["license"]),
+        repository=str(raw["repository"]),
+        directory=str(raw["directory"]),
+        default=bool(raw.get("default", False)),
+        files=files,
+        options={name: value for name, value in raw.items() if name not in (*_REQUIRED, "default")},
+    )
 
 
 def _model_file(item: Any) -> ModelFile:
     """A declared size must be a byte count and a declared SHA-256 64 hex digits: a typo here would otherwise
     only show up as every user's download failing verification."""
+    if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+        raise ValueError("each of 'files' must be an object with a 'path' string")
     size, sha256 = item.get("size"), item.get("sha256")
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
         raise ValueError(f"size of {item['path']!r} must be a byte count")
     if sha256 is not None and not (isinstance(sha256, str) and re.fullmatch(r"[0-9a-fA-F]{64}", sha256)):
         raise ValueError(f"sha256 of {item['path']!r} must be 64 hex digits")
-    return ModelFile(str(item["path"]), size, sha256.lower() if sha256 else None)
+    return ModelFile(item["path"], size, sha256.lower() if sha256 else None)
+
+
+def _check_max_file_size(value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+        raise ValueError("max_file_size must be a positive byte count")
 
 
 def _unsafe(relative: str) -> bool:
@@ -189,5 +226,9 @@ def merge_catalogs(base: Catalog, overlay: Catalog) -> Catalog:
 def _read(source: Path) -> Any:
     try:
         return json.loads(source.read_text(encoding="utf-8"))
+    except RecursionError as error:  # json's decoder recurses once per nesting level
+        raise ModelUnavailableError(
+            f"Cannot read the model catalog {source}: its JSON is nested too deeply to be a catalog."
+        ) from error
     except (OSError, ValueError) as error:
         raise ModelUnavailableError(f"Cannot read the model catalog {source}: {error}.") from error

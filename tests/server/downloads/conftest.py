@@ -22,10 +22,13 @@ def content(size: int, seed: int = 0) -> bytes:
     return (block * (size // len(block) + 1))[:size]
 
 
-def entry(key: str, files: dict[str, bytes], *, declare: str = "both", directory: str | None = None) -> ModelEntry:
-    """The parsed catalog entry for `files` (path -> content), served by the hub as `kit/<directory>`."""
+def entry(
+    key: str, files: dict[str, bytes], *, declare: str = "both", directory: str | None = None, **options: object
+) -> ModelEntry:
+    """The parsed catalog entry for `files` (path -> content), served by the hub as `kit/<directory>`; `options`
+    are further catalog fields (`max_file_size`)."""
     raw = catalog_entry(key, files, declare=declare, directory=directory)
-    return parse_catalog({"models": [raw]}, Path("test")).models[0]
+    return parse_catalog({"models": [{**raw, **options}]}, Path("test")).models[0]
 
 
 def sources(hub_url: str, mirror: str | None = None, timeouts: Timeouts = FAST) -> DownloadSources:

@@ -86,7 +86,7 @@ def test_hash_mismatch_deletes_and_names_the_file(hub, served, root, run):
 def test_size_mismatch_is_caught_before_the_body(hub, served, root, run):
     declared = entry("BEN2", {"onnx/model.onnx": DATA + b"x"})
 
-    with pytest.raises(FileRejected, match=rf"model\.onnx on 127\.0\.0\.1:\d+ is {SIZE} bytes but the catalog"):
+    with pytest.raises(FileRejected, match=rf"model\.onnx on 127\.0\.0\.1:\d+ is {SIZE:,} bytes but the catalog"):
         run(root, [declared], sources(hub.url))
 
     assert not model_file(root).exists() and not part_path(model_file(root)).exists()

@@ -85,6 +85,19 @@ def gave_up(error: TransferBroken, tries: int) -> TransferBroken:
     )
 
 
+MAX_REDIRECTS = 10  # the hub redirects a file once (to its CDN); more than this many is a loop
+
+
+def redirect_loop(host: str, name: str, error: BaseException | None = None, *, status: int = 302) -> SourceRefused:
+    """A source whose redirects never end: the next source is tried for this file."""
+    response = getattr(error, "response", None)
+    return SourceRefused(
+        f"{name}: {host} redirected the download more than {MAX_REDIRECTS} times (a redirect loop); "
+        "nothing was downloaded from it.",
+        status=response.status_code if response is not None else status,
+    )
+
+
 def refused(host: str, name: str, status: int, hint: str = "") -> SourceRefused:
     return SourceRefused(f"{name} is not available from {host} (HTTP {status}){hint}.", status=status)
 

@@ -5,6 +5,8 @@
   byte 0 in the same response instead of appending a second copy.
 - Verification: the declared size is checked as soon as the server states its own (no point downloading
   400 MB of the wrong file), and again at the end with the SHA-256. A wrong file is deleted.
+- Bounded: no file grows past its limit (size_limit.py: the declared size, else the announced one within the
+  family's ceiling, else the ceiling), however long the server keeps sending.
 - Nothing half-done is ever at the final path: the rename happens after the fsync and the hash check.
 - Cancellation is checked between chunks (64 KiB, so a slow link still reacts within a chunk); it keeps
   the `.part`. A full disk deletes the `.part`: keeping it would only keep the disk full.
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from ...contract import ModelUnavailableError
+from ...contract.catalog import DEFAULT_MAX_FILE_BYTES
 from ...contract.model_files import part_path
 from .failures import (
     DownloadCancelled,
@@ -34,9 +37,11 @@ from .failures import (
     disk_full,
     ended_early,
     is_disk_full,
+    redirect_loop,
     refused,
     server_failed,
 )
+from .size_limit import SizeLimit, check_announced, overrun, size_limit
 from .sources import Timeouts, host_of
 
 if TYPE_CHECKING:
@@ -53,6 +58,7 @@ PartOpener = Callable[[Path, int], BinaryIO]  # (the .part path, offset to conti
 class Expected:
     size: int | None = None
     sha256: str | None = None
+    ceiling: int = DEFAULT_MAX_FILE_BYTES  # the most bytes the file may have when `size` is not declared
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,7 @@ def fetch_file(
     partial = part_path(destination)
     name = destination.name
     host = host_of(url)
-    digest, offset = _catch_up(partial, expected.size)
+    digest, offset = _catch_up(partial, expected.ceiling if expected.size is None else expected.size)
     if expected.size is not None and offset == expected.size:
         # A complete `.part` whose rename never happened: keep it if it verifies, else fetch it again.
         if expected.sha256 is None or digest.hexdigest() == expected.sha256.lower():
@@ -107,12 +113,13 @@ def fetch_file(
         if offset and response.status_code != 206:  # Range ignored: the body is the whole file, start over
             digest, offset = hashlib.sha256(), 0
         total = stated_total(response, offset)
-        if expected.size is not None and total is not None and total != expected.size:
+        try:
+            check_announced(name, host, total, declared=expected.size, ceiling=expected.ceiling)
+        except FileRejected:
             partial.unlink(missing_ok=True)
-            raise FileRejected(
-                f"{name} on {host} is {total} bytes but the catalog declares {expected.size}; nothing was kept."
-            )
-        received = _stream(response, partial, offset, digest, expected, name, host, on_progress, cancelled, writer)
+            raise
+        limit = size_limit(declared=expected.size, announced=total, ceiling=expected.ceiling, host=host)
+        received = _stream(response, partial, offset, digest, limit, name, host, on_progress, cancelled, writer)
     if (expected.size is not None and received < expected.size) or (total is not None and received != total):
         raise ended_early(host, name, received, progressed=received > offset)
     return _finish(partial, destination, digest, received, expected, resumed_from=offset)
@@ -144,6 +151,8 @@ def _request(
         headers["Range"] = f"bytes={offset}-"
     try:
         response = session.get(url, headers=headers, stream=True, timeout=timeouts.as_requests())
+    except requests.TooManyRedirects as error:
+        raise redirect_loop(host, name, error) from error
     except requests.RequestException as error:
         raise cannot_reach(host, name, error) from error
     if response.status_code >= 500:
@@ -182,7 +191,7 @@ def _stream(
     partial: Path,
     offset: int,
     digest: hashlib._Hash,
-    expected: Expected,
+    limit: SizeLimit,
     name: str,
     host: str,
     on_progress: Progress,
@@ -194,7 +203,7 @@ def _stream(
     received = offset
     try:
         with writer(partial, offset) as output:
-            on_progress(received, expected.size or stated_total(response, offset))
+            on_progress(received, limit.size)
             chunks = response.iter_content(CHUNK_SIZE)
             while True:
                 if cancelled():
@@ -202,12 +211,12 @@ def _stream(
                 chunk = next(chunks, b"")
                 if not chunk:
                     break
-                if expected.size is not None and received + len(chunk) > expected.size:
-                    raise FileRejected(f"{name}: {host} sent more than the declared {expected.size} bytes.")
+                if received + len(chunk) > limit.bytes:
+                    raise overrun(name, host, limit)
                 output.write(chunk)
                 digest.update(chunk)
                 received += len(chunk)
-                on_progress(received, expected.size or stated_total(response, offset))
+                on_progress(received, limit.size)
             output.flush()
             os.fsync(output.fileno())
     except FileRejected:

@@ -144,7 +144,7 @@ def _fetch_from(transfers: _Transfers, source: DownloadSource, entry: ModelEntry
                 sources.session,
                 sources.url(source, entry, item.file),
                 item.path,
-                expected=Expected(item.file.size, item.file.sha256),
+                expected=Expected(item.file.size, item.file.sha256, ceiling=entry.max_file_size),
                 timeouts=sources.timeouts,
                 on_progress=transfers.meter.file_progress,
                 cancelled=transfers.cancelled,
@@ -181,6 +181,7 @@ def _fetch_with_library(transfers: _Transfers, entry: ModelEntry, item: FileStat
         staging,
         hub=transfers.sources.settings.hub,
         timeouts=transfers.sources.timeouts,
+        ceiling=entry.max_file_size,
         on_progress=transfers.meter.file_progress,
         cancelled=transfers.cancelled,
     )

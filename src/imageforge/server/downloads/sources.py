@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 from ...contract.catalog import ModelEntry, ModelFile
 from ...contract.health import DownloadsHealth, DownloadSource
+from .failures import MAX_REDIRECTS
 from .local_mirror import file_adapter, local_path, mirror_location
 
 if TYPE_CHECKING:
@@ -153,6 +154,7 @@ class DownloadSources:
                 self._session = requests.Session()
                 self._session.headers["User-Agent"] = USER_AGENT
                 self._session.mount("file://", file_adapter())  # a mirror that is a folder
+                self._session.max_redirects = MAX_REDIRECTS  # a loop ends as one sentence (failures.redirect_loop)
             return self._session
 
     def snapshot(self) -> dict[str, Any]:
