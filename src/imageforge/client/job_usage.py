@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..contract.byte_counts import format_bytes as format_bytes  # the add-on's panels import it from here
 from ..contract.job_state import FINISHED_STATES, STATE_FILE, read_state
 from .retention import JOB_FOLDER, folder_bytes
 
@@ -90,12 +91,3 @@ def _mtime(path: Path) -> int | None:
         return path.stat().st_mtime_ns
     except OSError:
         return None
-
-
-def format_bytes(size: int) -> str:
-    """Sizes in binary units labelled GB/MB/kB, as Blender and Windows show them, and as the preference's
-    Maximum Total Size (GB × 1024³, like RetentionPolicy and the CLI) counts them: a 5 GB limit reads 5.0 GB."""
-    for unit, scale in (("GB", 1024**3), ("MB", 1024**2)):
-        if size >= scale:
-            return f"{size / scale:.1f} {unit}"
-    return f"{size / 1024:.0f} kB" if size >= 1024 else f"{size} B"

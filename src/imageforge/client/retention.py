@@ -12,15 +12,14 @@ The plan is computed here (the client sees the same disk); deleting goes through
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..contract.byte_counts import folder_bytes as folder_bytes  # job_usage and the tests count with it here
 from ..contract.job_state import FINISHED_STATES, read_state
 
 JOB_FOLDER = re.compile(r"[0-9a-f]{32}")
@@ -123,21 +122,3 @@ def _resolved(path: Path) -> Path:
         return Path(path).resolve()
     except OSError:
         return Path(path).absolute()
-
-
-def folder_bytes(folder: Path) -> int:
-    """Bytes of the regular files inside a folder (links not followed).
-
-    A running job renames files atomically in its folder, so an entry listed a moment ago may be gone: such
-    entries (and subfolders that vanish before they are listed) are skipped, never an error.
-    """
-    total = 0
-    for directory, _folders, names in os.walk(folder):  # os.walk skips folders it cannot list
-        for name in names:
-            try:
-                info = os.lstat(os.path.join(directory, name))
-            except OSError:
-                continue
-            if stat.S_ISREG(info.st_mode):
-                total += info.st_size
-    return total

@@ -8,13 +8,15 @@
   undeclared name or a missing one fails the job as a programming error, logged with the job id. Each must
   name an existing file inside the job folder; inference jobs also return `provenance` (provenance.json:
   each model, the device asked for, and the provider that really ran), written here.
-- Errors reach the user as one sentence; tracebacks go to the job log only. A failed folder's marker says
-  whether the input was wrong (`failure: input`, an InputError) or the job failed (`failure: failure`), which
-  decides the add-on's report level (contract/job_state.py `failure_kind`).
+- Errors reach the user as one sentence; tracebacks go to the job log only. A disk that fills up while the job
+  writes is a `DiskFullError` naming the folder, what is free and how much the job had written. A failed
+  folder's marker says whether the input was wrong (`failure: input`, an InputError) or the job failed
+  (`failure: failure`), which decides the add-on's report level (contract/job_state.py `failure_kind`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -23,10 +25,12 @@ from typing import Any
 from blendjob.server import JobCancelled
 
 from ..contract import ImageForgeError, InputError, JobId, JobSpec, ResourceExhaustedError
+from ..contract.byte_counts import folder_bytes
+from ..contract.errors import disk_full, disk_full_cause
 from ..contract.job_state import FailureKind, JobState
 from ..contract.results import ResultName
 from . import provenance
-from .job_folders import clear_outputs, write_state
+from .job_folders import KEPT_FILES, clear_outputs, write_state
 
 Runner = Callable[[Any, Any], dict[ResultName, str]]
 
@@ -62,6 +66,8 @@ def make_handler(spec: JobSpec, run: Runner) -> Callable[[Any, dict[str, Any]], 
             _abandon(directory, JobState.FAILED, message)
             raise ResourceExhaustedError(message) from error
         except Exception as error:
+            if (full := disk_full_cause(error)) is not None:
+                raise _disk_ran_out(context, spec, directory, full) from error
             context.log(traceback.format_exc(), level="ERROR")
             message = f"{spec.label} failed unexpectedly ({type(error).__name__}: {error}); see the job log."
             _abandon(directory, JobState.FAILED, message)
@@ -107,6 +113,17 @@ def check_result(directory: Path, result: Any) -> dict[str, str]:
         if root not in path.parents or not path.is_file():
             raise InvalidResultError(f"The job's result '{name}' is not a file in its folder.")
     return dict(result)
+
+
+def _disk_ran_out(context: Any, spec: JobSpec, directory: Path, error: OSError) -> ImageForgeError:
+    """The outputs go first (they free the space the state marker and the log still need), then one sentence."""
+    written = folder_bytes(directory, leaving_out=KEPT_FILES)
+    folder = Path(error.filename).parent if isinstance(error.filename, str) else directory
+    failure = disk_full(folder, f"{spec.label} wrote its results", written=written)
+    with contextlib.suppress(OSError):  # still full (others' files): a later server start marks the folder failed
+        _abandon(directory, JobState.FAILED, str(failure))
+        context.log(traceback.format_exc(), level="ERROR")
+    return failure
 
 
 def _abandon(directory: Path, state: JobState, message: str, *, failure: FailureKind | None = None) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from blendjob.server import JobContext
 
+from imageforge.contract.errors import DiskFullError
 from imageforge.contract.jobs import DownloadModelParams
 from imageforge.server.app import create_server
 from imageforge.server.blendjob_compat import job_status
@@ -137,7 +138,7 @@ def test_a_manifest_write_that_fails_midway_leaves_no_partial_manifest(server, r
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(Path, "write_text", half_then_full)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(DiskFullError, match=r"is full \(.+ free\) while writing manifest\.json: "):
         run_download_model(context, DownloadModelParams(model="BASE"))
     monkeypatch.undo()
 

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import re
 from pathlib import Path
 
 import pytest
 
 from imageforge.contract import ModelUnavailableError, ResourceExhaustedError
+from imageforge.contract.errors import DiskFullError
 from imageforge.contract.model_files import model_status, part_path
 from imageforge.server.downloads.failures import DownloadCancelled, FileRejected
 from imageforge.server.downloads.fetch import open_part
+from tests.kit.small_disk import small_disk
 
 from .conftest import content, entry, sources
 
@@ -170,11 +173,24 @@ class FullDisk:
 
 
 def test_disk_full_removes_the_part_and_says_so(hub, served, root, run):
-    with pytest.raises(ResourceExhaustedError, match=r"^The disk is full while downloading model\.onnx\.part"):
+    with pytest.raises(
+        ResourceExhaustedError,
+        match=rf"^The disk holding {re.escape(str(model_file(root).parent))} is full \(.+ free\) while downloading "
+        r"model\.onnx: it needed 384 kB more; free some space",
+    ):
         run(root, [entry("BEN2", {"onnx/model.onnx": DATA})], sources(hub.url), writer=FullDisk(128 * 1024))
 
     assert not part_path(model_file(root)).exists()
     assert not model_file(root).exists()
+
+
+def test_a_download_onto_a_really_full_disk(hub, served, tmp_path, run):
+    with small_disk(tmp_path / "small disk", 256 * 1024) as root:
+        with pytest.raises(
+            DiskFullError, match=r" is full \((\d+ kB|\d+ B) free\) while downloading model\.onnx: it ne"
+        ):
+            run(root, [entry("BEN2", {"onnx/model.onnx": DATA})], sources(hub.url))
+        assert not part_path(model_file(root)).exists() and not model_file(root).exists()
 
 
 def test_404_on_one_file_of_a_multi_file_model(hub, root, run):

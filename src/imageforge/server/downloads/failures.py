@@ -16,10 +16,7 @@ The kind decides the recovery, so it is carried by the type rather than parsed f
 
 from __future__ import annotations
 
-import errno
-from pathlib import Path
-
-from ...contract import ModelUnavailableError, ResourceExhaustedError
+from ...contract import ModelUnavailableError
 
 
 class DownloadCancelled(Exception):
@@ -100,16 +97,6 @@ def redirect_loop(host: str, name: str, error: BaseException | None = None, *, s
 
 def refused(host: str, name: str, status: int, hint: str = "") -> SourceRefused:
     return SourceRefused(f"{name} is not available from {host} (HTTP {status}){hint}.", status=status)
-
-
-def is_disk_full(error: BaseException) -> bool:
-    return isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
-
-
-def disk_full(path: Path) -> ResourceExhaustedError:
-    return ResourceExhaustedError(
-        f"The disk is full while downloading {path.name} into {path.parent}; free some space and retry."
-    )
 
 
 def short_reason(error: BaseException) -> str:

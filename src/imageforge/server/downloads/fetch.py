@@ -28,15 +28,14 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from ...contract import ModelUnavailableError
 from ...contract.catalog import DEFAULT_MAX_FILE_BYTES
+from ...contract.errors import disk_full, is_disk_full
 from ...contract.model_files import part_path
 from .failures import (
     DownloadCancelled,
     FileRejected,
     broke_off,
     cannot_reach,
-    disk_full,
     ended_early,
-    is_disk_full,
     redirect_loop,
     refused,
     server_failed,
@@ -227,7 +226,8 @@ def _stream(
     except OSError as error:
         if is_disk_full(error):
             partial.unlink(missing_ok=True)
-            raise disk_full(partial) from error
+            needed = None if limit.size is None else limit.size - received
+            raise disk_full(partial.parent, f"downloading {name}", needed=needed, written=received) from error
         raise ModelUnavailableError(f"Cannot write {partial}: {error.strerror or error}.") from error
     return received
 

@@ -43,6 +43,7 @@ import requests
 
 from ...contract import ModelUnavailableError
 from ...contract.catalog import ModelFile
+from ...contract.errors import disk_full, is_disk_full
 from ...contract.model_files import sha256_of
 from .failures import (
     MAX_REDIRECTS,
@@ -50,9 +51,7 @@ from .failures import (
     FileRejected,
     broke_off,
     cannot_reach,
-    disk_full,
     ended_early,
-    is_disk_full,
     redirect_loop,
     refused,
     server_failed,
@@ -79,6 +78,7 @@ class _Hooks:
     linked_etag: str | None = None
     announced: int | None = None  # the size the hub's HEAD gave
     redirects: int = 0
+    received: int = 0  # bytes of the file on disk so far
 
 
 class _ObservedSession(requests.Session):
@@ -123,7 +123,7 @@ def _observed_chunks(response: requests.Response, hooks: _Hooks) -> Callable[...
         start = _resume_offset(response, hooks)
         announced = hooks.announced if hooks.announced is not None else stated_total(response, start)
         limit = size_limit(declared=hooks.declared, announced=announced, ceiling=hooks.ceiling, host=hooks.host)
-        received = start
+        received = hooks.received = start
         hooks.on_progress(received, limit.size)
         # requests overloads iter_content on a literal decode_unicode; the library's own flag is passed through.
         chunks: Iterator[str | bytes] = original(chunk_size=CHUNK_SIZE, decode_unicode=decode_unicode)  # type: ignore[call-overload]
@@ -143,6 +143,7 @@ def _observed_chunks(response: requests.Response, hooks: _Hooks) -> Callable[...
                 raise overrun(hooks.name, hooks.host, limit)
             yield chunk
             received += len(chunk)
+            hooks.received = received
             hooks.on_progress(received, limit.size)
 
     return iter_content
@@ -239,7 +240,9 @@ def fetch_with_hub_library(
     except OSError as error:
         if is_disk_full(error):
             _drop_incomplete(staging_root)
-            raise disk_full(destination) from error
+            size = hooks.announced if hooks.announced is not None else model_file.size
+            needed = None if size is None else size - hooks.received
+            raise disk_full(staging_root, f"downloading {name}", needed=needed, written=hooks.received) from error
         raise ModelUnavailableError(f"{name}: the download from {host} failed ({error}).") from error
     return _verify_and_place(staged, destination, model_file, hooks.linked_etag, host)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...contract.byte_counts import format_bytes
 from .failures import FileRejected
 
 _ACCEPTED = "ImageForge accepts for one file of this model"
@@ -56,8 +57,5 @@ def overrun(name: str, host: str, limit: SizeLimit) -> FileRejected:
 
 
 def amount(size: int) -> str:
-    """'2.0 GB', '140.9 MB', '1,000 bytes' (binary units, as the add-on shows sizes)."""
-    for unit, scale in (("GB", 1024**3), ("MB", 1024**2)):
-        if size >= scale:
-            return f"{size / scale:.1f} {unit}"
-    return f"{size:,} bytes"
+    """'2.0 GB', '140.9 MB', '1,000 bytes': exact below a megabyte, where a limit is a figure someone typed."""
+    return format_bytes(size) if size >= 1024**2 else f"{size:,} bytes"

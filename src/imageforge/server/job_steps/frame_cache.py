@@ -19,9 +19,10 @@ about 17 ms per 1920×1080 frame here (bench/frame_cache_check.py), next to seco
 Results are at most 16-bit, so a reused frame lands on the same code values as a fresh one (8-bit: identical
 except within 0.002 of a rounding step).
 
-Retention: a cache is deleted as soon as its job has written its result (the result is in the job folder
-then), and every cache not used for `MAX_AGE_DAYS` is deleted when the next video or sequence job starts.
-A cancelled or failed job's frames therefore wait a week for a re-run.
+A full disk never fails the job for its cache: the cache deletes its frames and the run goes on without it, with
+a warning in the job log. Retention: a cache is deleted as soon as its job has written its result (the result is
+in the job folder then), and every cache not used for `MAX_AGE_DAYS` is deleted when the next video or sequence
+job starts. A cancelled or failed job's frames therefore wait a week for a re-run.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ from typing import Any
 
 import numpy as np
 
+from ...contract.byte_counts import format_bytes
 from ...contract.catalog import ModelEntry
+from ...contract.errors import DiskFullError, free_bytes, is_disk_full
 from ...contract.model_files import file_path
 from ..media import Frame, Image, MediaSource
 from ..media.atomic import atomic_file
@@ -75,6 +78,7 @@ def input_digest(image: Image) -> bytes:
 class FrameCache:
     directory: Path
     stale_frames: int = field(default=0, init=False)  # frames discarded because their input changed
+    full: bool = field(default=False, init=False)  # its disk filled up: no more frames are kept this run
 
     def _path(self, index: int) -> Path:
         return self.directory / f"{index:06d}.npz"
@@ -83,7 +87,7 @@ class FrameCache:
         """The stored result of frame `key.index` as float32 [0, 1] when it was computed from the same input
         picture, else None. A damaged file counts as missing; a result of another picture discards the cache."""
         path = self._path(key.index)
-        if not path.is_file():
+        if self.full or not path.is_file():
             return None
         try:
             with np.load(path) as stored:
@@ -97,13 +101,31 @@ class FrameCache:
             return None
         return pixels
 
-    def put(self, key: FrameKey, pixels: np.ndarray) -> None:
+    def put(self, key: FrameKey, pixels: np.ndarray) -> str | None:
+        """Keep frame `key.index`'s result. On a full disk the cache gives up for this run: its frames are
+        deleted (they free the space the job's own result needs) and the one warning to show is returned."""
+        if self.full:
+            return None
         codes = np.rint(np.clip(pixels, 0.0, 1.0) * _LEVELS).astype(np.uint16)
         buffer = io.BytesIO()
         np.savez_compressed(buffer, pixels=codes, input_sha256=np.frombuffer(key.input_sha256, dtype=np.uint8))
-        self.directory.mkdir(parents=True, exist_ok=True)
-        with atomic_file(self._path(key.index)) as temporary:
-            temporary.write_bytes(buffer.getvalue())
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with atomic_file(self._path(key.index)) as temporary:
+                temporary.write_bytes(buffer.getvalue())
+        except (OSError, DiskFullError) as error:  # atomic_file says DiskFullError; mkdir a plain OSError
+            if not isinstance(error, DiskFullError) and not is_disk_full(error):
+                raise
+            self.full = True
+            free = free_bytes(self.directory)  # before the frames go: what the disk had left when it ran out
+            self.discard()
+            room = f" ({format_bytes(free)} free)" if free is not None else ""
+            return (
+                f"The disk holding the frame cache ({self.directory.parent}) is full{room}: this run goes on without "
+                f"keeping finished frames ({format_bytes(len(buffer.getvalue()))} a frame), so a cancel now cannot "
+                "resume where it stopped."
+            )
+        return None
 
     def discard(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)

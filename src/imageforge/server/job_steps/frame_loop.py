@@ -81,8 +81,9 @@ def stream_frames(
             started = time.perf_counter()
             pixels = process(frame, index >= total - 1, report)
             timing.ran(time.perf_counter() - started)
-            if cache is not None and key is not None:
-                cache.put(key, pixels)
+            if cache is not None and key is not None and (warning := cache.put(key, pixels)):
+                context.log(warning, level="WARNING")
+                progress.running((index + 1) / total, warning)
             write(frame, pixels)
 
     if sequence_output is SequenceOutput.PNG_SEQUENCE:

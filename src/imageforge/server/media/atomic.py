@@ -3,7 +3,8 @@
 Every writer writes to a hidden temporary name beside the result (same folder, so the final rename never
 crosses file systems) and renames it with `os.replace` once the file is complete. If writing fails or the
 job is cancelled mid-write, the temporary is deleted and the exception propagates: the add-on never picks
-up half a PNG because a name it expected exists.
+up half a PNG because a name it expected exists. A full disk becomes a `DiskFullError` measured before the
+temporary goes: the folder, what is free, and how much of the file had been written.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from ...contract.byte_counts import folder_bytes
+from ...contract.errors import disk_full, is_disk_full
 
 
 def temporary_name(final: Path) -> Path:
@@ -31,6 +35,12 @@ def atomic_file(final: Path) -> Iterator[Path]:
         if not temporary.is_file():
             raise FileNotFoundError(f"The writer produced no file for {final.name}")
         os.replace(temporary, final)
+    except OSError as error:
+        full = _disk_full(error, final, temporary)
+        temporary.unlink(missing_ok=True)
+        if full is None:
+            raise
+        raise full from error
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
@@ -47,6 +57,26 @@ def atomic_directory(final: Path) -> Iterator[Path]:
         if final.exists():
             shutil.rmtree(final)
         os.replace(temporary, final)
+    except OSError as error:
+        full = _disk_full(error, final, temporary)
+        shutil.rmtree(temporary, ignore_errors=True)
+        if full is None:
+            raise
+        raise full from error
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise
+
+
+def _disk_full(error: OSError, final: Path, temporary: Path) -> Exception | None:
+    if not is_disk_full(error):
+        return None
+    written = folder_bytes(temporary) if temporary.is_dir() else _size(temporary)
+    return disk_full(final.parent, f"writing {final.name}", written=written)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
