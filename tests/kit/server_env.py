@@ -17,6 +17,8 @@ from blendjob.environment import environment_digest
 
 from imageforge.client.environment import server_environment
 from imageforge.client.setup import environment_ready, prepare_environment
+from imageforge.contract.private_storage import make_private_folder
+from imageforge.contract.storage_trust import check_server_files
 
 CACHE_VARIABLE = "IMAGEFORGE_TEST_CACHE"
 
@@ -27,14 +29,20 @@ def cache_root() -> Path:
 
 
 def cached_environment() -> Path:
-    """The cached, ready storage root holding the server environment for the current pins."""
+    """The cached, ready storage root holding the server environment for the current pins.
+
+    It is held to the rule every storage root is (contract/storage_trust.py): the test roots link its `.venv`,
+    and a client checks where that link leads before it runs anything there. So the cache is private to this
+    user, and a cache that others could write is refused, not used.
+    """
     digest = environment_digest(server_environment())[:16]
     root = cache_root() / f"server-env-{digest}"
-    root.parent.mkdir(parents=True, exist_ok=True)
+    make_private_folder(root.parent)
     with (root.parent / f".{root.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers or parallel runs build it once
         if not environment_ready(root):
             prepare_environment(root)
+    check_server_files(root)
     return root
 
 

@@ -40,8 +40,10 @@ from blendjob.storage import StorageLock, read_json, write_json
 
 from ..contract.errors import InputError
 from ..contract.file_lock import exclusive_file_lock
+from ..contract.private_storage import make_private_folder
 from ..contract.server_clients import ClientKind, linger_seconds
 from ..contract.server_credentials import CredentialsError, ServerCredentials, read_credentials, write_credentials
+from ..contract.storage_trust import UntrustedStorageError, check_inside, check_server_files, check_storage_root
 from . import retirement
 from .attachment import Attachment, this_process_kind
 from .authenticated import AuthenticatedJobClient, ServerIdentityError
@@ -116,7 +118,8 @@ class ImageForgeServerController(ServerControllerHooks):
             return self.connection
         self.close_process()
         self.connection = None
-        root.mkdir(parents=True, exist_ok=True)
+        check_storage_root(root)  # before anything in it is read, created or run (openspec/0024)
+        make_private_folder(root)
         with start_lock(root):  # one starter per folder: two clients starting at once get one server
             if self.recover_connection() is None:
                 if not self.writer and storage_locked(root):
@@ -130,6 +133,7 @@ class ImageForgeServerController(ServerControllerHooks):
     def _launch(self) -> ServerConnection:
         """BlendJob's start, except that the listening socket is the client's (POSIX): no port is ever free."""
         root = self.root()
+        check_server_files(root)  # what it runs and reads: nobody else may have written any of it
         listener = listening_socket(self.host) if PASS_SOCKET else None
         try:
             port = listener.getsockname()[1] if listener is not None else self.available_port()
@@ -187,6 +191,8 @@ class ImageForgeServerController(ServerControllerHooks):
         root = self.root()
         if retirement.is_retiring(root):
             return None
+        check_storage_root(root)
+        check_inside(root, retirement.PROCESS_RECORD)
         record = read_json(root / retirement.PROCESS_RECORD)
         if record.get("root") != str(root) or not isinstance(record.get("pid"), int):
             return None
@@ -307,7 +313,7 @@ class ImageForgeServerController(ServerControllerHooks):
         root = self.root()
         self._end_lease()
         if self.connection is None:
-            with contextlib.suppress(RuntimeError):
+            with contextlib.suppress(RuntimeError, UntrustedStorageError):  # an untrusted record names no process
                 self.recover_connection()
         connection, process, log_file = self.connection, self.process, self.log_file
         self.connection, self.process, self.log_file = None, None, None
@@ -533,6 +539,18 @@ class ImageForgeRuntime(JobRuntimeHooks):
 
                 operator.invoke = invoke
         return classes
+
+    def setup_controller(self, target: Any = None, **options: Any) -> Any:
+        """BlendJob's setup, refused before it validates (runs) an environment or installs into a folder that
+        another user owns or can write (openspec/0024)."""
+        check_server_files(self.storage_root() if target is None else Path(target).expanduser())
+        return super().setup_controller(target, **options)
+
+    def migrate_controller(self, target: Any) -> Any:
+        """BlendJob's migration, refused into a folder that another user owns or can write."""
+        if str(target).strip():
+            check_storage_root(Path(target).expanduser())
+        return super().migrate_controller(target)
 
     def server_controller(self, root: Path) -> ImageForgeServerController:
         """The controller BlendJob's setup and migration use for a folder they already hold locked."""

@@ -17,6 +17,7 @@ from blendjob.environment import environment_digest, environment_python, resolve
 
 from ..contract import ResourceExhaustedError
 from ..contract.private_storage import make_private_folder
+from ..contract.storage_trust import check_server_files
 from .environment import ServerEnvironment, server_environment
 
 Report = Callable[[str], None]
@@ -69,7 +70,11 @@ def prepare_environment(
     report: Report = lambda _message: None,
     force: bool = False,
 ) -> Path:
-    """Create `<root>/.venv` with the pinned packages and write BlendJob's manifest. Returns its python."""
+    """Create `<root>/.venv` with the pinned packages and write BlendJob's manifest. Returns its python.
+
+    Refused in a root that another user owns or can write, or where they could have changed the environment
+    (contract/storage_trust.py): nothing there is run, not even to see whether it is ready."""
+    check_server_files(root)
     root = Path(root).resolve()
     environment = environment or server_environment()
     if not force and environment_ready(root, environment):

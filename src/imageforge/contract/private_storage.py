@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .storage_trust import check_storage_root
+
 PRIVATE_FOLDER_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_UMASK = 0o077
@@ -19,8 +21,13 @@ PRIVATE_SUBFOLDERS = ("jobs", "models")
 
 
 def make_private_folder(path: Path) -> Path:
-    """Create `path` (and missing parents inside it) as 0700, independent of the umask; returns it."""
+    """Create `path` (and missing parents inside it) as 0700, independent of the umask; returns it.
+
+    Then the result is checked to be ours and writable by nobody else (contract/storage_trust.py): another user
+    may have created it first, between a check of the folder above and this creation."""
     path = Path(path)
+    if path.exists():
+        check_storage_root(path)  # tighten only what nobody else could have written: never repair that
     missing = []
     probe = path
     while not probe.exists():
@@ -29,6 +36,7 @@ def make_private_folder(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     for folder in (path, *missing):
         _chmod(folder, PRIVATE_FOLDER_MODE)
+    check_storage_root(path)
     return path
 
 

@@ -57,7 +57,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.path.insert(0, str(SOURCE_ROOT))
 
     from imageforge.contract.private_storage import PRIVATE_UMASK
+    from imageforge.contract.storage_trust import UntrustedStorageError, check_storage_root
 
+    try:  # the client checked before starting this process; a client of another version may not have
+        check_storage_root(Path(args.storage_root))
+    except UntrustedStorageError as error:
+        sys.exit(str(error))
     os.umask(PRIVATE_UMASK)  # before the server creates any folder or file (job folders 0700, files 0600)
     import uvicorn
     from blendjob.storage import StorageLock

@@ -24,6 +24,7 @@ from typing import Any
 
 from ...contract import ModelUnavailableError, ResourceExhaustedError
 from ...contract.conversions import WHEELHOUSE_VARIABLE, ConverterEnvironment
+from ...contract.storage_trust import check_inside, check_storage_root
 from .process import run_process, tail
 
 UV_VARIABLE = "IMAGEFORGE_UV"
@@ -80,7 +81,13 @@ def install_commands(uv: str, python: Path, environment: ConverterEnvironment) -
 def ensure_environment(
     storage_root: Path, environment: ConverterEnvironment, step: Step, report: Callable[[str], None]
 ) -> Path:
-    """The converter's python, building its environment first when it is not ready for these pins."""
+    """The converter's python, building its environment first when it is not ready for these pins.
+
+    Nothing of it runs, and no uv from the root builds it, unless it is ours and nobody else can write it (every
+    entry; contract/storage_trust.py): the refusal names the path and what to do."""
+    check_storage_root(storage_root)
+    for tree in ("tools", "converters"):
+        check_inside(storage_root, tree, tree=True)
     python = ready_python(storage_root, environment)
     if python is not None:
         report("Converter environment is ready")
