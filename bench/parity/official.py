@@ -8,11 +8,11 @@ WORK_DIR/official.npz (everything the official pipeline returned).
 Where an official pipeline cannot be imported whole, this file says which documented steps it reproduces:
 - MoGe-2: dlr-moge's `MoGeModel.infer` itself (fp32), on the ViT-S configuration of bench/export_moge_vits.py.
 - Depth Anything 3: depth-anything-3's own `InputProcessor` (upper_bound_resize) and `DepthAnything3Net` (DA3-Small
-  configuration), exported by the converter's own src/imageforge/converter/da3_export.py (dynamic views, height
-  and width); the high-level `DepthAnything3.inference` wrapper is not imported (its export helpers pull
-  in video and 3-D packages), its three steps are called directly: preprocess, forward, and reading depth,
-  confidence, extrinsics and intrinsics off the output. torchvision (only its ToTensor/Normalize transforms are
-  used) is replaced by a few lines computing the same thing.
+  configuration, every parameter filled with random values: `fill_every_parameter`), exported by the converter's own
+  src/imageforge/converter/da3_export.py (dynamic views, height and width); the high-level `DepthAnything3.inference`
+  wrapper is not imported (its export helpers pull in video and 3-D packages), its three steps are called directly:
+  preprocess, forward, and reading depth, confidence, extrinsics and intrinsics off the output. torchvision (only its
+  ToTensor/Normalize transforms are used) is replaced by a few lines computing the same thing.
 - Real-ESRGAN: spandrel's SRVGGNetCompact (general x4v3 configuration) and RealESRGANer.enhance's documented
   processing: whole image (tile=0, its default), RGB in [0, 1] (÷ 65535 for 16-bit), output clamped, alpha run
   through the model as a grey RGB image and turned back into one channel with cv2's BGR2GRAY weights.
@@ -44,6 +44,21 @@ DA3_PROCESS_RES = 504
 BEN2_SIZE = 1024
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def fill_every_parameter(module: torch.nn.Module, seed: int = SEED, floor: float = 0.02) -> torch.nn.Module:
+    """Add seeded noise to every parameter, so none keeps a constant initial value (zeros, ones).
+
+    Random initialisation leaves some parameters constant (DA3's position embedding is all zeros, norms are all
+    ones, biases zero): a processing step that only touches them is invisible to a random-weight parity. The
+    noise's spread is the parameter's own, at least `floor`, so the network's value ranges stay those of its
+    initialisation."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in module.parameters():
+            spread = max(float(parameter.std()) if parameter.numel() > 1 else 0.0, floor)
+            parameter.add_(torch.randn(parameter.shape, generator=generator) * spread)
+    return module
 
 
 def read_rgb(path: Path) -> tuple[np.ndarray, np.ndarray | None]:
@@ -259,7 +274,7 @@ def da3_network(name: str = "da3-small") -> torch.nn.Module:
     from depth_anything_3.registry import MODEL_REGISTRY
 
     torch.manual_seed(SEED)
-    net = create_object(load_config(MODEL_REGISTRY[name])).eval()
+    net = fill_every_parameter(create_object(load_config(MODEL_REGISTRY[name])).eval())
     with torch.no_grad():  # a random camera decoder gives ~0 field of view; centre it on 60° and no rotation
         net.cam_dec.fc_fov[0].weight.mul_(0.01)
         net.cam_dec.fc_fov[0].bias.fill_(1.05)
@@ -277,10 +292,11 @@ def da3(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
     from depth_anything_3.utils.io.input_processor import InputProcessor
 
     results: dict[str, np.ndarray] = {}
-    groups: dict[tuple[int, int], list[Path]] = {}
-    for path in images:  # one clip per frame size
-        groups.setdefault(Image.open(path).size, []).append(path)
-    for index, (size, paths) in enumerate(groups.items()):
+    groups: dict[Path, list[Path]] = {}
+    for path in images:  # one clip per folder
+        groups.setdefault(path.parent, []).append(path)
+    for index, paths in enumerate(groups.values()):
+        size = Image.open(paths[0]).size
         batch, _, _ = InputProcessor()([str(path) for path in paths], None, None, DA3_PROCESS_RES, "upper_bound_resize")
         with torch.no_grad():  # the official network, not the export's traceable swaps
             out = net(batch[None].float(), None, None, [], False, False, "saddle_balanced")

@@ -34,7 +34,7 @@ def cached_converter() -> tuple[Path, Path]:
     environment = load_conversions().environment
     root = cache_root() / f"converter-{environment.digest}"
     root.mkdir(parents=True, exist_ok=True)
-    weights = root / "da3-small-random.safetensors"
+    weights = root / "da3-small-random-filled.safetensors"  # every parameter random (da3_weights.py)
     with (root.parent / f".{root.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         python = ready_python(root, environment)

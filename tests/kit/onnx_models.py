@@ -73,13 +73,15 @@ class _Graph:
         self.nodes.append(helper.make_node(op_type, list(inputs), [out], **attrs))
         return out
 
-    def save(self, path, name: str, inputs, outputs) -> Path:
+    def save(self, path, name: str, inputs, outputs, metadata: dict[str, str] | None = None) -> Path:
         graph = helper.make_graph(self.nodes, name, inputs, outputs, initializer=self.inits)
         model = helper.make_model(
             graph,
             opset_imports=[helper.make_opsetid("", OPSET)],
             producer_name="imageforge-test-kit",
         )
+        for key, value in (metadata or {}).items():
+            model.metadata_props.add(key=key, value=value)
         model.ir_version = IR_VERSION
         onnx.checker.check_model(model, full_check=True)
         path = Path(path)
@@ -534,8 +536,12 @@ def build_da3(
     cameras: bool = True,
     depth_offset: float = 3.0,
     baseline: float = 0.1,
+    export_revision: str | None = "2",
 ) -> Path:
     """Depth-Anything-3-shaped model.
+
+    ``export_revision`` is written as the converter writes it (ONNX metadata ``imageforge.da3_export``; None:
+    an export without it, converted before two-view runs were gated).
 
     ``cameras=True`` (multi-view export): input ``image`` float32 [1,"views",3,S,S] (N dynamic,
     S = *size* fixed, a multiple of 14; ``size=(H, W)``: a fixed non-square canvas, as a per-aspect
@@ -610,6 +616,7 @@ def build_da3(
             helper.make_tensor_value_info("extrinsics", _F32, [1, "views", 3, 4]),
             helper.make_tensor_value_info("intrinsics", _F32, [1, "views", 3, 3]),
         ],
+        None if export_revision is None else {"imageforge.da3_export": export_revision},
     )
 
 

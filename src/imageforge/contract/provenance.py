@@ -1,10 +1,10 @@
 """provenance.json, the one record of what really ran in a job: the server writes it, the CLI and the add-on read it.
 
-Users complain most about silent CPU fallback, so every inference job's result names this file: each model
-the job ran, the device asked for and the device that really ran it, and the device warnings the job raised
-(an accelerator that is not available or failed while running). The job's progress message shows a warning
-only until the next step replaces it; this file is where the CLI's stderr line and Blender's WARNING report
-come from.
+Users complain most about silent CPU fallback, so every inference job's result names this file: each model the job
+ran, the device asked for and the device that really ran it, and the device warnings the job raised (an accelerator
+that is not available or failed while running), and the input warnings (a model given another picture than it was
+made for, such as a fixed-size export letterboxing a frame). The job's progress message shows a warning only until
+the next step replaces it; this file is where the CLI's stderr line and Blender's WARNING report come from.
 
 Reading is defensive (a server of another version may write less): missing or mistyped fields read as empty.
 """
@@ -73,6 +73,9 @@ class ModelRun:
 class Provenance:
     models: tuple[ModelRun, ...] = ()
     warnings: tuple[str, ...] = ()  # device warnings, each one sentence, in the order the job raised them
+    # what a model was given differs from what it was made for (a fixed-size export letterboxing frames), each
+    # one sentence saying what to use instead
+    input_warnings: tuple[str, ...] = ()
 
     @property
     def devices(self) -> dict[str, str]:
@@ -80,15 +83,22 @@ class Provenance:
         return {run.model: run.device for run in self.models}
 
     def to_json(self) -> dict[str, Any]:
-        return {"models": [run.to_json() for run in self.models], "warnings": list(self.warnings)}
+        return {
+            "models": [run.to_json() for run in self.models],
+            "warnings": list(self.warnings),
+            "input_warnings": list(self.input_warnings),
+        }
 
     @classmethod
     def from_json(cls, raw: Any) -> Provenance:
         raw = raw if isinstance(raw, Mapping) else {}
         models = raw.get("models") if isinstance(raw.get("models"), list) else []
-        warnings = raw.get("warnings") if isinstance(raw.get("warnings"), list) else []
         runs = (ModelRun.from_json(item) for item in models)
-        return cls(tuple(run for run in runs if run is not None), tuple(str(item) for item in warnings if item))
+        return cls(
+            tuple(run for run in runs if run is not None),
+            _sentences(raw, "warnings"),
+            _sentences(raw, "input_warnings"),
+        )
 
     @classmethod
     def of_result(cls, result: Any) -> Provenance:
@@ -105,6 +115,11 @@ class Provenance:
             return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
         except (OSError, ValueError):
             return cls()
+
+
+def _sentences(raw: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    values = raw.get(key)
+    return tuple(str(item) for item in values if item) if isinstance(values, list) else ()
 
 
 def _text(value: Any) -> str:

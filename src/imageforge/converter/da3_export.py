@@ -19,12 +19,21 @@ those for the same arithmetic on traced sizes while exporting:
 - the rotary position grid (torch.cartesian_prod, which also has no ONNX export) → a meshgrid;
 - the UV grid of the DPT head's positional embedding (linspace between Python floats) → arange arithmetic;
 - `int()` of sizes in the head's upsampling → kept as tensors;
-- the backbone's position-embedding interpolation by a scale factor (a Python float) → by output size, as
-  MoGe-2's `onnx_compatible_mode` does for the published MoGe ONNX files (a slightly different bicubic
-  sampling; bench/parity measures the effect);
 - the intrinsics, computed from H and W as Python numbers → from the input's shape.
-The reference-view selection is data-dependent and is traced only with three or more views: the export is
-traced with three.
+
+Two swaps keep the official behaviour that a trace would otherwise freeze:
+- the position-embedding interpolation. DA3 (as DINOv2) resizes its 37 × 37 table bicubically by the scale
+  factor (patches + 0.1) / 37, a Python float a trace freezes. Interpolating by output size instead (what
+  MoGe-2's `onnx_compatible_mode` does) samples other positions; the swap computes the official samples as two
+  interpolation matrices built from the traced size (PyTorch's cubic kernel, A = −0.75, borders clamped), so
+  the table the network sees is the official one at every size.
+- the reference-view selection. DA3 picks a reference view and moves it first only for three or more views
+  (`THRESH_FOR_REF_SELECTION`); a trace (made with three views) keeps the selection for every view count. The
+  swap makes the selected index 0 (no reordering) below three views, inside the graph, so two-view runs are
+  the official ones.
+
+The file's metadata says so (`imageforge.da3_export`: EXPORT_REVISION): the server's adapter refuses two-view
+runs through a camera export without it (an earlier conversion reorders them).
 """
 
 from __future__ import annotations
@@ -43,6 +52,10 @@ import numpy as np
 import torch
 
 MODELS = {"da3-small", "da3-base"}
+EXPORT_REVISION = "2"  # 2: reference view gated below three views, official position-embedding samples
+REVISION_KEY = "imageforge.da3_export"
+REFERENCE_VIEWS = 3  # DA3's THRESH_FOR_REF_SELECTION: fewer views are never reordered
+CUBIC_A = -0.75  # PyTorch's bicubic kernel
 TRACE_VIEWS = 3
 TRACE_SIZE = (280, 504)  # (height, width): the official 16:9 size; the rotary table then spans 36 patches
 OUTPUTS = ("depth", "depth_conf", "extrinsics", "intrinsics")
@@ -75,19 +88,53 @@ def _positions(self, batch_size, height, width, device):
     return grid.expand(batch_size, -1, -1).clone()
 
 
+def _cubic_matrix(out_size, in_size: int, scale):
+    """[out, in] weights of PyTorch's bicubic resize (align_corners False) by `scale` (output / input), borders
+    clamped, on a traced output size: output i samples input (i + 0.5) / scale − 0.5, as upsample_bicubic2d."""
+    position = (torch.arange(out_size, dtype=torch.float32) + 0.5) / scale - 0.5
+    floor = torch.floor(position)
+    t = position - floor
+    a = CUBIC_A
+
+    def near(x):  # |x| ≤ 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    weights = torch.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], dim=-1)  # [out, 4]
+    taps = floor.to(torch.int64)[:, None] + torch.arange(-1, 3)[None, :]
+    taps = torch.clamp(taps, 0, in_size - 1)
+    columns = torch.arange(in_size)[None, None, :]
+    return ((taps[..., None] == columns).to(torch.float32) * weights[..., None]).sum(dim=1)  # [out, in]
+
+
 def _interpolate_pos_encoding(self, x, w, h):
-    """The backbone's position-embedding resize by output size (DA3 names the height `w` here)."""
+    """The backbone's position-embedding resize by DA3's own scale factor ((patches + offset) / side), on traced
+    sizes (DA3 names the height `w` here)."""
     previous_dtype = x.dtype
     count = self.pos_embed.shape[1] - 1
     side = builtins.int(count**0.5)
     pos_embed = self.pos_embed.float()
-    patches = pos_embed[:, 1:].reshape(1, side, side, -1).permute(0, 3, 1, 2)
-    resized = torch.nn.functional.interpolate(
-        patches, size=(w // self.patch_size, h // self.patch_size), mode="bicubic",
-        antialias=self.interpolate_antialias,
-    )  # fmt: skip
-    resized = resized.permute(0, 2, 3, 1).reshape(1, -1, pos_embed.shape[-1])
+    patches = pos_embed[0, 1:].reshape(side, side, -1)  # [rows, columns, channels]
+    rows_out = torch.as_tensor(w, dtype=torch.int64) // self.patch_size
+    columns_out = torch.as_tensor(h, dtype=torch.int64) // self.patch_size
+    offset = self.interpolate_offset
+    rows = _cubic_matrix(rows_out, side, (rows_out.to(torch.float32) + offset) / side)
+    columns = _cubic_matrix(columns_out, side, (columns_out.to(torch.float32) + offset) / side)
+    resized = torch.einsum("ri,ijc,sj->rsc", rows, patches, columns).reshape(1, -1, pos_embed.shape[-1])
     return torch.cat((pos_embed[:, :1], resized), dim=1).to(previous_dtype)
+
+
+def _gated_reference_view(select):
+    """DA3's reference-view selection, answering view 0 (no reordering) below REFERENCE_VIEWS views in the graph."""
+
+    def select_reference_view(x, strategy="saddle_balanced"):
+        chosen = select(x, strategy=strategy)
+        views = torch._shape_as_tensor(x)[1]
+        return torch.where(views >= REFERENCE_VIEWS, chosen, torch.zeros_like(chosen))
+
+    return select_reference_view
 
 
 @contextlib.contextmanager
@@ -99,6 +146,7 @@ def traceable() -> Iterator[None]:
     from depth_anything_3.model.utils import head_utils
 
     swaps = [
+        (vision_transformer, "select_reference_view", _gated_reference_view(vision_transformer.select_reference_view)),
         (rope.PositionGetter, "__call__", _positions),
         (vision_transformer.DinoVisionTransformer, "interpolate_pos_encoding", _interpolate_pos_encoding),
         (head_utils, "create_uv_grid", _uv_grid),
@@ -168,6 +216,18 @@ def build_network(model: str, weights: Path | None = None) -> torch.nn.Module:
     return net
 
 
+def mark_revision(path: Path) -> None:
+    """Record EXPORT_REVISION in the ONNX file's metadata (what the server's adapter reads)."""
+    import onnx
+
+    model = onnx.load(str(path))
+    kept = [entry for entry in model.metadata_props if entry.key != REVISION_KEY]
+    del model.metadata_props[:]
+    model.metadata_props.extend(kept)
+    model.metadata_props.add(key=REVISION_KEY, value=EXPORT_REVISION)
+    onnx.save(model, str(path))
+
+
 def export(net: torch.nn.Module, output: Path) -> CameraExport:
     module = CameraExport(net).eval()
     axes = {"image": {1: "views", 3: "height", 4: "width"}}
@@ -181,10 +241,13 @@ def export(net: torch.nn.Module, output: Path) -> CameraExport:
             module, (sample,), str(output), input_names=["image"], output_names=list(OUTPUTS), dynamic_axes=axes,
             opset_version=17, dynamo=False,
         )  # fmt: skip
+    mark_revision(output)
     return module
 
 
-CHECK_SHAPES = [(1, 3, 3, 504, 504), (1, 4, 3, 280, 504), (1, 3, 3, 378, 504)]  # none is the traced one
+# None is the traced one. Two views are checked in both orders: DA3's reference-view rule would pick the same
+# picture in both, so one of them shows a reordering the official code (no selection below three) never makes.
+CHECK_SHAPES = [(1, 3, 3, 504, 504), (1, 4, 3, 280, 504), (1, 3, 3, 378, 504), (1, 2, 3, 280, 504)]
 
 
 def say(fraction: float, message: str) -> None:
@@ -204,15 +267,31 @@ def verify(module: CameraExport, output: Path, shapes: list[tuple[int, ...]], re
             views, height, width = shape[1], shape[3], shape[4]
             report(number, f"Checking the ONNX file against torch ({number}/{len(shapes)}: {views} × {width}×{height})")
         image = torch.randn(*shape, generator=generator)
-        with traceable(), torch.no_grad():
-            expected = [value.numpy() for value in module(image)]
-        got = session.run(list(OUTPUTS), {"image": image.numpy()})
-        for name, want, have in zip(OUTPUTS, expected, got, strict=True):
-            if want.shape != have.shape:
-                raise SystemExit(f"ONNX {name} has shape {have.shape} for input {shape}; torch gives {want.shape}.")
-            error = float(np.abs(want - have).max() / max(float(np.abs(want).max()), 1e-12))
-            worst[name] = max(worst[name], error)
+        orders = [image] if shape[1] >= REFERENCE_VIEWS else [image, image.flip(1)]
+        for views in orders:
+            with traceable(), torch.no_grad():
+                expected = [value.numpy() for value in module(views)]
+            got = session.run(list(OUTPUTS), {"image": views.numpy()})
+            for name, want, have in zip(OUTPUTS, expected, got, strict=True):
+                if want.shape != have.shape:
+                    raise SystemExit(f"ONNX {name} has shape {have.shape} for input {shape}; torch gives {want.shape}.")
+                error = float(np.abs(want - have).max() / max(float(np.abs(want).max()), 1e-12))
+                worst[name] = max(worst[name], error)
+    for shape in shapes:
+        worst["position_table"] = max(worst.get("position_table", 0.0), position_table_error(module, *shape[3:]))
     return worst
+
+
+def position_table_error(module: torch.nn.Module, height: int, width: int) -> float:
+    """Largest error of the swapped position-embedding resize against DA3's own, relative to the table's range."""
+    from depth_anything_3.model.dinov2 import vision_transformer
+
+    backbone = next(m for m in module.modules() if isinstance(m, vision_transformer.DinoVisionTransformer))
+    tokens = torch.zeros(1, (height // backbone.patch_size) * (width // backbone.patch_size) + 1, backbone.embed_dim)
+    with torch.no_grad():
+        official = vision_transformer.DinoVisionTransformer.interpolate_pos_encoding(backbone, tokens, height, width)
+        ours = _interpolate_pos_encoding(backbone, tokens, height, width)
+    return float((official - ours).abs().max() / max(float(official.abs().max()), 1e-12))
 
 
 def sha256(path: Path) -> str:
@@ -240,7 +319,12 @@ def main(argv: list[str] | None = None) -> int:
     report(0.05, f"Exporting to ONNX (traced with {TRACE_VIEWS} views)")
     module = export(net, partial)
     try:
-        checks = verify(module, partial, CHECK_SHAPES, lambda number, text: report(0.25 + 0.25 * (number - 1), text))
+        checks = verify(
+            module,
+            partial,
+            CHECK_SHAPES,
+            lambda number, text: report(0.25 + 0.7 * (number - 1) / len(CHECK_SHAPES), text),
+        )
     except BaseException:
         partial.unlink(missing_ok=True)
         raise

@@ -18,6 +18,7 @@ from .media import write_json
 
 _ADAPTERS = "_imageforge_adapters"  # kept on the job's BlendJob context for the job's lifetime
 _WARNINGS = "_imageforge_device_warnings"
+_INPUT_WARNINGS = "_imageforge_input_warnings"
 
 
 def record(context: Any, adapter: Any) -> None:
@@ -29,6 +30,14 @@ def note_warning(context: Any, message: str) -> None:
     warnings = _list(context, _WARNINGS)
     if message not in warnings:
         warnings.append(message)
+
+
+def note_input_warning(context: Any, message: str) -> None:
+    """Keep a warning about what a model was given (once) for the job's provenance, and say it in the job's log."""
+    warnings = _list(context, _INPUT_WARNINGS)
+    if message not in warnings:
+        warnings.append(message)
+        context.log(message, level="WARNING")
 
 
 def collect(context: Any) -> Provenance:
@@ -47,13 +56,15 @@ def collect(context: Any) -> Provenance:
         )
         for adapter in adapters
     )
-    return Provenance(models, tuple(getattr(context, _WARNINGS, None) or ()))
+    return Provenance(
+        models, tuple(getattr(context, _WARNINGS, None) or ()), tuple(getattr(context, _INPUT_WARNINGS, None) or ())
+    )
 
 
 def write(context: Any, directory: Path) -> dict[str, str]:
     """Write provenance.json for the models the job loaded; {} when it loaded none (downloads, flat cutouts)."""
     provenance = collect(context)
-    if not provenance.models and not provenance.warnings:
+    if not provenance.models and not provenance.warnings and not provenance.input_warnings:
         return {}
     write_json(directory / FILE, provenance.to_json())
     return {RESULT_KEY: FILE}

@@ -15,7 +15,10 @@ import pytest
 from imageforge.client.job_runner import run_job
 from imageforge.contract import JobId
 from imageforge.contract.cameras import MultiviewCameras
+from imageforge.contract.provenance import Provenance
 from imageforge.contract.results import ResultName
+from imageforge.server.geometry.attention import GIB, AttentionEstimate
+from imageforge.server.jobs.multiview_cameras import MIN_WINDOW, plan_windows
 from imageforge.server.models.da3 import IMAGENET_MEAN, IMAGENET_STD
 from tests.kit.onnx_models import build_da3
 
@@ -54,9 +57,10 @@ def sequence(tmp_path: Path) -> tuple[Path, np.ndarray]:
 
 @pytest.fixture
 def da3_catalog(use_catalog, storage_root: Path):
-    def install(*, cameras: bool = True, **options) -> None:
+    def install(*, cameras: bool = True, size=56, export_revision: str | None = "2", **options) -> None:
         use_catalog([catalog_entry("KIT_DA3", "multiview", "da3", **options)])
-        build_da3(model_path(storage_root, "KIT_DA3"), size=56, cameras=cameras, baseline=BASELINE)
+        path = model_path(storage_root, "KIT_DA3")
+        build_da3(path, size=size, cameras=cameras, baseline=BASELINE, export_revision=export_revision)
 
     return install
 
@@ -126,6 +130,67 @@ def test_over_the_budget_is_refused_with_what_fits_before_reading_frames(jobs, d
     assert outcome.error.startswith("8 frames at 56 px need about 0.3 GiB of attention memory (budget 0.1 GiB)")
     assert outcome.error.endswith("use at most 4 frames, or turn on windowed processing.")
     assert not any(message.startswith("Reading frame") for message in outcome.messages)
+
+
+def test_two_frames_through_an_ungated_export_are_refused_before_reading_frames(jobs, da3_catalog, sequence):
+    """An export without the reference-view gate reorders two views where DA3 does not (issue 21)."""
+    da3_catalog(export_revision=None)
+    outcome = jobs.run(JOB, {"input": str(sequence[0]), "max_frames": 2})
+    assert outcome.state == "failed"
+    assert "reorders 2 views where Depth Anything 3 does not" in outcome.error
+    assert "convert the model again" in outcome.error
+    assert not any(message.startswith("Reading frame") for message in outcome.messages)
+    three = jobs.run(JOB, {"input": str(sequence[0]), "max_frames": 3})  # three views: DA3 chooses too
+    assert three.state == "succeeded", three.error
+
+
+def test_two_frames_through_a_gated_export_give_the_known_cameras(jobs, da3_catalog, sequence):
+    da3_catalog()
+    outcome = jobs.run(JOB, {"input": str(sequence[0]), "max_frames": 2})
+    assert outcome.state == "succeeded", outcome.error
+    cameras = MultiviewCameras.read(outcome.file(ResultName.CAMERAS))
+    np.testing.assert_allclose([frame.extrinsics for frame in cameras.frames], straight_path(2), atol=1e-6)
+
+
+def test_a_fixed_size_export_letterboxing_frames_says_so_in_the_provenance(jobs, da3_catalog, sequence):
+    da3_catalog()  # 56 × 56 canvas, 64 × 48 frames
+    outcome = jobs.run(JOB, {"input": str(sequence[0])})
+    assert outcome.state == "succeeded", outcome.error
+    (warning,) = Provenance.read(outcome.file(ResultName.PROVENANCE)).input_warnings
+    assert warning.startswith("Kit Da3 takes 56×56 pictures only, so the 64×48 frames were letterboxed (padded)")
+    assert "Prepare DA3 camera model…" in warning and "'imageforge models convert DA3_SMALL'" in warning
+    assert warning in (outcome.directory / "job.log").read_text()
+
+
+def test_a_dynamic_export_warns_of_nothing(jobs, da3_catalog, sequence):
+    da3_catalog(size=None)
+    outcome = jobs.run(JOB, {"input": str(sequence[0])})
+    assert outcome.state == "succeeded", outcome.error
+    assert Provenance.read(outcome.file(ResultName.PROVENANCE)).input_warnings == ()
+
+
+class _Planned:
+    """What plan_windows reads of an adapter: its attention estimate at its size and heads."""
+
+    size, heads = 56, 5000
+
+    def attention(self, views: int) -> AttentionEstimate:
+        return AttentionEstimate(views, self.size, self.heads)
+
+
+@pytest.mark.parametrize("count", [*range(2, 40), 97, 300])
+@pytest.mark.parametrize("fits", [3, 4, 5, 7, 12])
+def test_every_window_is_at_least_the_safe_size_and_they_chain(count, fits):
+    adapter = _Planned()
+    budget = AttentionEstimate(fits, adapter.size, adapter.heads).bytes / GIB * 1.0001
+    windows = plan_windows(adapter, count, budget, windowed=True)
+    assert windows[0].start == 0 and windows[-1].stop == count
+    if count <= fits:  # one run over every frame (two frames included: the export's gate handles them)
+        assert windows == [range(count)]
+    else:
+        assert all(len(window) == fits >= MIN_WINDOW for window in windows)
+    for earlier, later in zip(windows, windows[1:], strict=False):
+        assert len(set(earlier) & set(later)) >= 2 and later.stop > earlier.stop
 
 
 def test_windows_too_small_to_align_are_refused(jobs, da3_catalog, sequence):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from imageforge.contract import ModelUnavailableError
+from imageforge.contract import InputError, ModelUnavailableError
 from imageforge.contract.catalog import Family
 from imageforge.server.models.da3 import (
     IMAGENET_MEAN,
@@ -139,3 +139,23 @@ def test_a_per_aspect_export_takes_its_own_aspect_officially_and_letterboxes_oth
     assert result.depth.shape == (3, 28, 56)
     np.testing.assert_allclose(placement.crop(result.depth[0]), expected_depth(COLOURS[0]), atol=1e-5)
     np.testing.assert_allclose(result.depth[0][:, :9], 3.0, atol=1e-6)  # padding: the mean colour
+
+
+def test_an_ungated_camera_export_refuses_two_views_and_a_gated_one_runs_them(make_adapter):
+    ungated = da3(make_adapter, "KIT_DA3_UNGATED", build={"size": 56, "export_revision": None})
+    assert (ungated.revision, ungated.min_views) == (0, 3)
+    tensors = np.stack([ungated.place_view(rgb)[0] for rgb in frames()[:2]])
+    with pytest.raises(InputError, match="reorders 2 views where Depth Anything 3 does not"):
+        ungated.infer(tensors, last_run=True)
+    assert ungated.runs == 0
+    gated = da3(make_adapter, "KIT_DA3_GATED", build={"size": 56})
+    assert (gated.revision, gated.min_views) == (2, 1)
+    assert gated.infer(tensors, last_run=True).extrinsics.shape == (2, 3, 4)
+
+
+def test_only_a_letterbox_is_warned_of(make_adapter):
+    fixed = da3(make_adapter, "KIT_DA3_FIXED", build={"size": 56})
+    assert fixed.letterbox_warning((56, 56)) is None
+    assert fixed.letterbox_warning((64, 48)).startswith("Kit Da3 Fixed takes 56×56 pictures only, so the 64×48")
+    dynamic = da3(make_adapter, "KIT_DA3_DYNAMIC", build={"size": None})
+    assert dynamic.letterbox_warning((64, 48)) is None and dynamic.letterbox_warning((1920, 1080)) is None

@@ -109,7 +109,11 @@ class ImageForgeJobOperator(JobOperatorHooks):
         if self.pushes_undo:
             bpy.ops.ed.undo_push(message=self.bl_label)
         self.report_outcome("INFO", message)
-        warning = fallback_report(Provenance.of_result(result))
+        provenance = Provenance.of_result(result)
+        for notice in provenance.input_warnings:  # the model saw another picture than it was made for
+            self.report_outcome("WARNING", notice)
+            message = f"{message} ({notice})"
+        warning = fallback_report(provenance)
         if warning is not None:
             self.report_outcome("WARNING", warning)  # the last report: what the status bar keeps showing
             return f"{message} ({warning})"

@@ -21,6 +21,7 @@ from ...contract import ResourceExhaustedError
 from ...contract.catalog import Family
 from ...contract.jobs import MEMORY_BUDGET_GIB_DEFAULT, DebugParams
 from ...contract.results import ResultName
+from .. import provenance
 from ..geometry.attention import GIB
 from ..job_steps.debug_report import start_debug, write_debug_outputs
 from ..job_steps.model_loading import prepare_adapter
@@ -90,6 +91,9 @@ def run_debug_da3(context: Any, params: DebugParams) -> dict[ResultName, str]:
         placements.append(placement)
     timings["read_and_place"] = time.perf_counter() - started
     views = np.stack(tensors)
+    letterbox = adapter.letterbox_warning(placements[0].source_size)
+    if letterbox is not None:
+        provenance.note_input_warning(context, letterbox)
     progress.stage(0.1, "Running model")
     result = adapter.infer(views, last_run=True)
     timings["run"] = result.seconds

@@ -34,6 +34,7 @@ from ...contract.cameras import FrameCamera, MultiviewCameras
 from ...contract.catalog import Family
 from ...contract.jobs import MultiviewParams
 from ...contract.results import ResultName
+from .. import provenance
 from ..geometry.alignment import align_windows
 from ..geometry.attention import GIB, AttentionEstimate
 from ..job_steps.model_loading import log_model_time, prepare_adapter
@@ -42,7 +43,9 @@ from ..media import MediaKind, MediaSource, atomic_file, open_input, write_json
 from ..models.da3 import DepthAnything3Adapter, ViewPlacement, ViewsResult
 from ..models.display import display_pixels, over_black
 
-MIN_WINDOW = 3  # two shared frames to align through, and at least one new frame per window
+# two shared frames to align through and at least one new frame per window; also DA3's reference-view threshold,
+# so every window runs as DA3's own code would run it, whichever export
+MIN_WINDOW = 3
 CONVENTION = (
     "world-to-camera [R | t], OpenCV camera axes (x right, y down, z forward); "
     "the world is the first frame's camera; translations in the model's depth units"
@@ -69,8 +72,12 @@ def run_generate_multiview_cameras(context: Any, params: MultiviewParams) -> dic
             f"{adapter.entry.label} predicts depth only; camera paths need a Depth Anything 3 model with cameras, "
             "which the Models panel's Prepare DA3 camera model… (or 'imageforge models convert DA3_SMALL') makes once."
         )
+    adapter.check_view_count(expected)
     plan_windows(adapter, expected, params.memory_budget_gib, params.windowed)  # refuse before decoding
     views = read_views(progress, source, adapter, params.frame_step, params.max_frames)
+    letterbox = adapter.letterbox_warning(views.source_size)
+    if letterbox is not None:
+        provenance.note_input_warning(context, letterbox)
     windows = plan_windows(adapter, len(views.numbers), params.memory_budget_gib, params.windowed)
     context.log(f"{len(views.numbers)} frames in {len(windows)} window(s): {[(w.start, w.stop - 1) for w in windows]}")
     directory = Path(context.directory)
@@ -120,7 +127,7 @@ def plan_windows(adapter: DepthAnything3Adapter, count: int, budget_gib: float, 
     if not windowed:
         raise ResourceExhaustedError(estimate.over_budget_message(budget_gib))
     size = estimate.max_views(budget_gib * GIB)
-    if size < MIN_WINDOW:
+    if size < MIN_WINDOW:  # MIN_WINDOW ≥ the adapter's min_views: every window is one DA3 itself would run
         needed = AttentionEstimate(MIN_WINDOW, adapter.size, adapter.heads).bytes / GIB
         raise ResourceExhaustedError(
             f"Windowed processing needs {MIN_WINDOW} frames per window, which at {adapter.size} px takes about "
@@ -132,6 +139,7 @@ def plan_windows(adapter: DepthAnything3Adapter, count: int, budget_gib: float, 
         windows.append(range(start, start + size))
         start += size - overlap
     windows.append(range(count - size, count))  # the last window ends on the last frame, sharing more if need be
+    assert all(len(window) == size >= MIN_WINDOW for window in windows)
     return windows
 
 

@@ -16,6 +16,15 @@ official pipeline would: the reason to prefer a dynamic export, or one made for 
 to the frame's size, and intrinsics are re-expressed in the frame's own pixels. Extrinsics stay world → camera
 with OpenCV axes (x right, y down, z forward); the multiview job chooses the world.
 
+A fixed-size export letterboxing a frame is never silent: `letterbox_warning` says so (the jobs put it in their
+log and provenance, and the add-on reports it), naming the export that avoids it (a dynamic-size conversion).
+
+Reference view. DA3 moves a data-chosen reference view first, but only for three views or more; a camera
+export traced with three keeps the choice for two views as well (issue 21: rotations 66–130° off when it picks
+the second view). The converter's exports since revision 2 (ONNX metadata `imageforge.da3_export`) gate it
+inside the graph; through an earlier export `check_view_count` refuses fewer than three views, saying how to
+get a current one.
+
 Inputs are ImageNet-normalised unless the catalog entry says `"normalization": "none"`; attention heads for
 the memory estimate come from the entry's `attention_heads` (default 6, DA3 Small's); `image_size` is the
 process resolution of dynamic exports (default 504, the official one).
@@ -29,7 +38,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ...contract import ModelUnavailableError
+from ...contract import InputError, ModelUnavailableError
 from ...contract.catalog import Family, ModelEntry
 from ..geometry.attention import PATCH_SIZE, AttentionEstimate
 from ..inference import SessionHandle
@@ -40,6 +49,9 @@ DEFAULT_SIZE = 504
 DEFAULT_HEADS = 6
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32)
+REVISION_KEY = "imageforge.da3_export"  # the converter's ONNX metadata (converter/da3_export.py)
+GATED_REVISION = 2  # the first revision whose graph skips the reference-view choice below three views
+REFERENCE_VIEWS = 3  # DA3's THRESH_FOR_REF_SELECTION
 
 
 def nearest_patch_multiple(length: int) -> int:
@@ -142,6 +154,9 @@ class DepthAnything3Adapter(Adapter):
         if self.size % PATCH_SIZE:
             raise ModelUnavailableError(f"{entry.label} expects {self.size} px, not a multiple of {PATCH_SIZE}.")
         self.heads = int(entry.options.get("attention_heads", DEFAULT_HEADS))
+        self.revision = export_revision(handle.session)
+        # views one run may take and give what DA3's own code gives: any number through a gated export
+        self.min_views = 1 if not self.has_cameras or self.revision >= GATED_REVISION else REFERENCE_VIEWS
         self.normalize = str(entry.options.get("normalization", "imagenet")).lower() == "imagenet"
 
     def placement(self, source_size: tuple[int, int]) -> ViewPlacement:
@@ -152,6 +167,31 @@ class DepthAnything3Adapter(Adapter):
         if self.canvas is None or official.canvas == self.canvas:
             return official
         return ViewPlacement.letterbox(source_size, self.canvas)
+
+    def letterbox_warning(self, source_size: tuple[int, int]) -> str | None:
+        """The one sentence a job warns with when frames of `source_size` are letterboxed (None when they are not)."""
+        placement = self.placement(source_size)
+        if placement.box == (0, 0, *placement.canvas):
+            return None
+        width, height = source_size
+        canvas = "×".join(map(str, placement.canvas))
+        return (
+            f"{self.entry.label} takes {canvas} pictures only, so the {width}×{height} frames were letterboxed "
+            "(padded) and the model saw another picture than Depth Anything 3's own pipeline gives it: depth and "
+            "cameras are less accurate. A converted model takes every size: Prepare DA3 camera model… in the "
+            "Models panel "
+            "(or 'imageforge models convert DA3_SMALL')."
+        )
+
+    def check_view_count(self, views: int) -> None:
+        """Refuse a run the export cannot give DA3's own answer for (two views through an ungated export)."""
+        if views < self.min_views:
+            raise InputError(
+                f"{self.entry.label} was converted before two-frame clips were handled: it reorders {views} "
+                f"view{'s' if views != 1 else ''} where Depth Anything 3 does not, and the cameras would be wrong. "
+                f"Use {REFERENCE_VIEWS} or more frames, or convert the model again (Models panel: Prepare DA3 camera "
+                "model…, or 'imageforge models convert DA3_SMALL')."
+            )
 
     def place_view(self, rgb: np.ndarray) -> tuple[np.ndarray, ViewPlacement]:
         """(H, W, 3) display RGB → the (3, h, w) model tensor of one view and where the picture sits in it."""
@@ -175,6 +215,7 @@ class DepthAnything3Adapter(Adapter):
         started = time.perf_counter()
         height, width = views.shape[-2:]
         if self.has_cameras:
+            self.check_view_count(views.shape[0])
             outputs = self.run({self.image_input: np.ascontiguousarray(views[None], dtype=dtype)}, last_run=last_run)
             count = views.shape[0]
             confidence = outputs.get("depth_conf")
@@ -203,3 +244,12 @@ class DepthAnything3Adapter(Adapter):
             outputs={name: np.asarray(value) for name, value in outputs.items()},
             seconds=time.perf_counter() - started,
         )
+
+
+def export_revision(session: object) -> int:
+    """The converter's export revision in the ONNX metadata (0: none, an earlier or a foreign export)."""
+    try:
+        metadata = session.get_modelmeta().custom_metadata_map  # type: ignore[attr-defined]
+        return int(metadata.get(REVISION_KEY, 0))
+    except (AttributeError, TypeError, ValueError):
+        return 0
