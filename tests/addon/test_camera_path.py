@@ -246,3 +246,18 @@ def test_tools_panel_greys_the_video_tool_out_until_a_video_is_chosen(job_server
         assert "Set up the server" in video_reason(bpy.context)
     finally:
         scene.imageforge_video_path = ""
+
+
+def test_a_letterboxing_export_ends_the_operator_with_its_warning(job_server, clip, reports):
+    notice = "DA3 Small (depth only) takes 504×504 pictures only, so the 16×12 frames were letterboxed (padded)."
+
+    def produce(parameters, directory):
+        provenance = {"models": [], "warnings": [], "input_warnings": [notice]}
+        write_json(directory / "provenance.json", provenance)
+        return {"cameras": write_json(directory / "cameras.json", cameras_document()).name,
+                "provenance": "provenance.json"}  # fmt: skip
+
+    job_server.producers["generate-multiview-cameras"] = produce
+    assert run_job_operator(bpy.ops.imageforge.camera_path_from_video) == {"FINISHED"}
+    assert reports[-1] == ("WARNING", notice)
+    assert [level for level, _ in reports] == ["INFO", "WARNING"]  # the camera landed, then what it was made from
