@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from PIL import Image
 
@@ -75,13 +76,17 @@ def test_convert_then_camera_path_from_video(convert_env, server_storage, hub, t
     assert (server_storage / "models" / "DA3-SMALL" / WEIGHTS).read_bytes() == hub.files[served]
     assert len(hub.served(served)) == 1
     # Progress reached stderr (polled: the long stages are seen): the exporter's own stages, the elapsed time.
-    for stage in ("Exporting to ONNX (traced with 3 views) · 0 m", "Checking the ONNX file against torch (3/3"):
+    for stage in ("Exporting to ONNX (traced with 3 views) · 0 m", "Checking the ONNX file against torch (4/4"):
         assert stage in converted.stderr, converted.stderr
     (job,) = [folder for folder in (server_storage / "jobs").iterdir()]
     report = json.loads((job / "conversion.json").read_text(encoding="utf-8"))
     assert report["model"] == "DA3_SMALL_CAMERAS" and report["sha256"] == record["files"][0]["sha256"]
-    assert set(report["check_relative_error"]) == {"depth", "depth_conf", "extrinsics", "intrinsics"}
+    checked = {"depth", "depth_conf", "extrinsics", "intrinsics", "position_table"}  # two views in both orders too
+    assert set(report["check_relative_error"]) == checked
     assert max(report["check_relative_error"].values()) < 1e-3
+    # The weights' position embedding is random (tests/kit/da3_weights.py), so the table check compared something.
+    metadata = {entry.key: entry.value for entry in onnx.load(str(path), load_external_data=False).metadata_props}
+    assert metadata["imageforge.da3_export"] == "2"  # the revision that gates the reference view below 3 views
     print(f"\nconvert: {convert_seconds:.0f} s wall; {report}")
 
     # The catalog the CLI, the add-on and the server read now offers it as the multiview default.
@@ -113,7 +118,14 @@ def test_convert_then_camera_path_from_video(convert_env, server_storage, hub, t
         assert archive["depth"].shape == (4, 90, 160) and np.isfinite(archive["depth"]).all()
     provenance = json.loads(Path(result["provenance"]).read_text(encoding="utf-8"))
     assert [run["model"] for run in provenance["models"]] == ["DA3_SMALL_CAMERAS"]
+    assert provenance["input_warnings"] == []  # a dynamic export takes 16:9 as it is: nothing letterboxed
     print(f"camera path: {time.perf_counter() - started:.0f} s wall")
+    # Two frames run through the gated export (an earlier conversion is refused for them).
+    pair = imageforge(
+        "run", "generate-multiview-cameras", f"input={tmp_path / 'clip'}", "max_frames=2", "device=cpu", env=convert_env
+    )
+    assert pair.returncode == 0, pair.stderr
+    assert len(json.loads(Path(json.loads(pair.stdout)["cameras"]).read_text(encoding="utf-8"))["frames"]) == 2
 
 
 def test_weights_of_another_architecture_fail_in_one_sentence_and_keep_nothing(convert_env, server_storage, hub):
