@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from imageforge.cli.device_report import print_warnings, result_summary
@@ -12,7 +13,7 @@ LETTERBOX = "DA3 Small (depth only) takes 504×504 pictures only, so the 64×48 
 
 def test_input_warnings_reach_the_result_json_and_stderr(tmp_path: Path):
     path = tmp_path / "provenance.json"
-    path.write_text('{"models": [], "warnings": ["CUDA failed."], "input_warnings": ["%s"]}' % LETTERBOX)
+    path.write_text(json.dumps({"models": [], "warnings": ["CUDA failed."], "input_warnings": [LETTERBOX]}))
     provenance = Provenance.read(path)
     assert provenance.input_warnings == (LETTERBOX,)
     summary = result_summary({"cameras": tmp_path / "cameras.json"}, provenance)
