@@ -8,9 +8,12 @@ import uuid
 from pathlib import Path
 
 from imageforge.client.retention import (
+    LINK_REASON,
+    NOT_STARTED,
     RetentionPolicy,
     delete_folders,
     folder_bytes,
+    jobs_folder_problem,
     plan_retention,
     scan_job_folders,
 )
@@ -41,7 +44,7 @@ def test_age_and_size_limits_delete_oldest_first(tmp_path):
     assert [folder.path for folder in plan.delete] == [old, middle]
     assert [folder.path for folder in plan.keep] == [newer, newest]
     assert plan.freed_bytes == sum(path.stat().st_size for folder in (old, middle) for path in folder.iterdir())
-    assert delete_folders(plan, tmp_path) == [old.name, middle.name]
+    assert delete_folders(plan, tmp_path).deleted_ids == [old.name, middle.name]
     assert not old.exists() and not middle.exists() and newer.exists() and running.exists()
 
 
@@ -70,6 +73,54 @@ def test_links_are_never_followed(tmp_path):
     os.symlink(outside, storage / "jobs" / uuid.uuid4().hex)
     assert scan_job_folders(storage) == []
     assert (outside / "keep.txt").read_text() == "mine"
+
+
+def test_a_linked_jobs_folder_is_never_cleaned_up(tmp_path):
+    """Without a server the same rule as BlendJob's clear: a `jobs/` that is a link is refused, never followed."""
+    elsewhere = tmp_path / "elsewhere"
+    old = make_job(elsewhere, age_days=400, size=10)
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    os.symlink(elsewhere / "jobs", storage / "jobs")
+    assert jobs_folder_problem(storage) == (
+        f"{storage / 'jobs'} is a link to {elsewhere / 'jobs'}; job files are cleaned up only inside the Storage "
+        "Root itself, so make it a plain folder first."
+    )
+    assert scan_job_folders(storage) == []
+    stale = plan_retention(scan_job_folders(elsewhere), RetentionPolicy(), now=NOW)  # a plan made before the link
+    assert [folder.path.name for folder in stale.delete] == [old.name]
+    deletion = delete_folders(stale, storage)
+    assert deletion.deleted == () and [reason for _, reason in deletion.kept] == [jobs_folder_problem(storage)]
+    assert old.exists()
+
+
+def test_a_folder_holding_a_link_is_kept_and_not_counted(tmp_path):
+    old, linked = make_job(tmp_path, age_days=40, size=100), make_job(tmp_path, age_days=41, size=1000)
+    (tmp_path / "outside.txt").write_text("mine")
+    (linked / "frames").mkdir()
+    os.symlink(tmp_path / "outside.txt", linked / "frames" / "frame_0001.png")
+    plan = plan_retention(scan_job_folders(tmp_path), RetentionPolicy(max_age_days=30), now=NOW)
+    assert {folder.path for folder in plan.delete} == {old, linked}
+
+    deletion = delete_folders(plan, tmp_path)
+
+    assert deletion.deleted_ids == [old.name] and not old.exists()
+    assert [(folder.path, reason) for folder, reason in deletion.kept] == [(linked, LINK_REASON)] and linked.exists()
+    assert deletion.freed_bytes == next(folder.bytes for folder in plan.delete if folder.path == old)
+    assert (tmp_path / "outside.txt").read_text() == "mine"
+
+
+def test_a_job_cancelled_while_queued_is_cleaned_up_like_a_finished_one(tmp_path):
+    """BlendJob writes only job.log for a job cancelled before it started; no state marker is ever written."""
+    queued = tmp_path / "jobs" / uuid.uuid4().hex
+    queued.mkdir(parents=True)
+    (queued / "job.log").write_text("queued\ncancelled before execution\n")
+    stamp = NOW - 40 * DAY
+    os.utime(queued, (stamp, stamp))
+    (folder,) = scan_job_folders(tmp_path)
+    assert (folder.path, folder.state, folder.finished_at) == (queued, NOT_STARTED, stamp)
+    plan = plan_retention([folder], RetentionPolicy(max_age_days=30), now=NOW)
+    assert delete_folders(plan, tmp_path).deleted_ids == [queued.name] and not queued.exists()
 
 
 def test_files_that_vanish_while_a_folder_is_measured_are_skipped(tmp_path, monkeypatch):

@@ -217,20 +217,56 @@ def test_a_start_while_another_process_writes_the_folder_names_it_and_what_to_do
 
 
 def test_job_file_cleanup_goes_through_the_running_shared_server(here):
+    """Through the server, the command reports what the server really deleted: a folder holding a link is kept
+    (BlendJob's clear skips it) and not counted as freed, and a job cancelled while queued, whose folder holds only
+    BlendJob's job.log, is deleted like any finished one."""
     kit = here
     runtime = make_runtime(kit.root)
     try:
         old = run_job(runtime, "remove-background", {"input": str(kit.image)}).directory
-        state_file = old / "job-state.json"
-        state = json.loads(state_file.read_text(encoding="utf-8"))
-        state_file.write_text(json.dumps({**state, "time": time.time() - 90 * 86400}), encoding="utf-8")
-        done = subprocess.run(kit.command("job-files"), env=kit.env, capture_output=True, text=True, timeout=120)
+        age_state(old, days=90)
+        linked = run_job(runtime, "remove-background", {"input": str(kit.image)}).directory
+        age_state(linked, days=90)
+        os.symlink(kit.image, linked / "link-to-the-photo.png")
+        runtime.server.submit("download-model", {"model": "SLOW"})
+        kit.wait_for_slow_bytes()
+        queued = runtime.server.submit("download-model", {"model": "SLOW"})["job_id"]
+        runtime.server.cancel(queued)
+        for folder in kit.job_folders():  # the running download, then the queued one: both end
+            if kit.job_state(folder) == "running":
+                runtime.server.cancel(folder.name)
+        wait_until_idle(runtime)
+        assert sorted(path.name for path in (kit.root / "jobs" / queued).iterdir()) == ["job.log"]
+        done = subprocess.run(
+            kit.command("job-files", "--max-age-days", "30", "--max-total-gb", "0"),
+            env=kit.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         clients = runtime.server.health()["resources"]["clients"]["clients"]
     finally:
         runtime.server.stop()
     assert done.returncode == 0, done.stderr
-    assert f"deleting {old.name}" in done.stdout and not old.exists()
+    out = done.stdout
+    assert f"deleted {old.name}" in out and not old.exists()
+    assert f"deleted {queued}" in out and not (kit.root / "jobs" / queued).exists()
+    assert f"kept {linked.name}: it is or holds a link, and links are never followed" in out and linked.exists()
+    assert f"deleting {linked.name}" not in out and f"deleted {linked.name}" not in out
     assert len(clients) == 1  # the command attached, cleaned up through the server, and detached
+
+
+def age_state(folder, *, days: float) -> None:
+    state_file = folder / "job-state.json"
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+    state_file.write_text(json.dumps({**state, "time": time.time() - days * 86400}), encoding="utf-8")
+
+
+def wait_until_idle(runtime, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while runtime.server.health().get("active_job") or runtime.server.health().get("queued_jobs"):
+        assert time.monotonic() < deadline, "the server did not become idle"
+        time.sleep(0.05)
 
 
 HOLD_LOCK = """

@@ -224,30 +224,38 @@ def _exchange_summary(transfers: list[FileTransfer], verb: str) -> int:
 
 def job_files(args: argparse.Namespace) -> int:
     """Apply the retention policy: through the folder's running server (it refuses while a job runs), or
-    directly while holding the storage lock, so that no server starts meanwhile."""
+    directly while holding the storage lock, so that no server starts meanwhile. Both routes delete by one rule
+    (client/retention.py) and report what really went."""
     from blendjob.storage import StorageLock
 
-    from ..client.retention import RetentionPolicy, delete_folders, plan_retention, scan_job_folders
+    from ..client.retention import (
+        Deletion,
+        RetentionPolicy,
+        delete_folders,
+        jobs_folder_problem,
+        plan_retention,
+        scan_job_folders,
+        server_deletion,
+    )
     from ..client.storage_holder import acquire_or_explain
     from ..contract import ImageForgeError
 
     root = _storage_root(args)
+    if (problem := jobs_folder_problem(root)) is not None:
+        raise ImageForgeError(problem)
     policy = RetentionPolicy(max_age_days=args.max_age_days, max_total_bytes=int(args.max_total_gb * 1024**3))
 
-    def plan_and_report() -> RetentionPlan:
-        plan = plan_retention(scan_job_folders(root), policy, protected_paths=[Path(p) for p in args.protect])
-        for folder in plan.delete:
-            print(f"{'would delete' if args.dry_run else 'deleting'} {folder.job_id}  {folder.bytes / 1e6:.1f} MB")
-        return plan
+    def plan() -> RetentionPlan:
+        return plan_retention(scan_job_folders(root), policy, protected_paths=[Path(p) for p in args.protect])
 
     runtime = make_runtime(root)
     if runtime.server.attach_running() is not None:
         try:
-            plan = plan_and_report()
-            cleared: dict[str, Any] = {"jobs": []}
-            if not args.dry_run and plan.delete:
-                cleared = runtime.server.connection.client.clear_job_files([f.job_id for f in plan.delete])
-            deleted = list(cleared.get("jobs", []))
+            planned = plan()
+            deletion = Deletion(())
+            if not args.dry_run and planned.delete:
+                cleared = runtime.server.connection.client.clear_job_files([f.job_id for f in planned.delete])
+                deletion = server_deletion(planned, cleared)
         finally:
             runtime.server.detach()
     else:
@@ -257,13 +265,24 @@ def job_files(args: argparse.Namespace) -> int:
         except RuntimeError as error:
             raise ImageForgeError(str(error)) from error
         try:
-            plan = plan_and_report()
-            deleted = [] if args.dry_run else delete_folders(plan, root)
+            planned = plan()
+            deletion = Deletion(()) if args.dry_run else delete_folders(planned, root)
         finally:
             lock.release()
-    verb = "would free" if args.dry_run else "freed"
+    kept = len(planned.keep) + len(planned.protected) + len(deletion.kept)
+    kept_bytes = planned.kept_bytes + sum(folder.bytes for folder, _ in deletion.kept)
+    if args.dry_run:
+        for folder in planned.delete:
+            print(f"would delete {folder.job_id}  {folder.bytes / 1e6:.1f} MB")
+        done, verb, freed = len(planned.delete), "would free", planned.freed_bytes
+    else:
+        for folder in deletion.deleted:
+            print(f"deleted {folder.job_id}  {folder.bytes / 1e6:.1f} MB")
+        for folder, reason in deletion.kept:
+            print(f"kept {folder.job_id}: {reason}")
+        done, verb, freed = len(deletion.deleted), "freed", deletion.freed_bytes
     print(
-        f"{len(plan.delete) if args.dry_run else len(deleted)} folder(s), {verb} {plan.freed_bytes / 1e6:.1f} MB; "
-        f"kept {len(plan.keep) + len(plan.protected)} ({len(plan.protected)} protected), {plan.kept_bytes / 1e6:.1f} MB"
+        f"{done} folder(s), {verb} {freed / 1e6:.1f} MB; "
+        f"kept {kept} ({len(planned.protected)} protected), {kept_bytes / 1e6:.1f} MB"
     )
     return 0

@@ -20,7 +20,14 @@ import bpy
 from blendjob.storage import StorageLock
 
 from ...client.job_usage import JobUsageMeter, format_bytes
-from ...client.retention import RetentionPlan, RetentionPolicy, delete_folders, plan_retention, scan_job_folders
+from ...client.retention import (
+    RetentionPlan,
+    RetentionPolicy,
+    delete_folders,
+    jobs_folder_problem,
+    plan_retention,
+    scan_job_folders,
+)
 from .. import blender_runtime, preferences
 from ..health_snapshot import ServerState, server_state
 from ..scene.referenced_files import referenced_paths
@@ -50,7 +57,7 @@ def cleanup_route() -> tuple[Route | None, str | None]:
     The reasons every task shares come from availability.task_reason(); a server that is not set up is no
     reason here (its storage root may still hold an earlier install's job files, deleted directly).
     """
-    reason = task_reason()
+    reason = task_reason() or jobs_folder_problem(preferences.storage_root())
     if reason is not None:
         return None, reason
     active = blender_runtime.get_runtime()
@@ -100,10 +107,10 @@ def delete_planned(plan: RetentionPlan, route: Route) -> tuple[list[str], int]:
     lock = StorageLock()
     lock.acquire(root)  # RuntimeError when a server (another Blender's too) is using the storage root
     try:
-        deleted = delete_folders(plan, root)
+        deletion = delete_folders(plan, root)  # the server's rule: a folder holding a link is kept
     finally:
         lock.release()
-    return deleted, len(plan.delete) - len(deleted)
+    return deletion.deleted_ids, len(deletion.kept)
 
 
 def _server_active_job_id() -> str:
