@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..client.environment import default_storage_root
 from ..client.job_runner import JobCancelledError, make_runtime, run_job
-from ..client.setup import environment_ready, prepare_environment
+from ..client.setup import environment_ready, package_source, prepare_environment
 from ..contract import JOB_SPECS, InputError, job_spec
 from ..contract.parameters import field_docs, path_parameters, with_absolute_mask_files
 from ..contract.provenance import Provenance
@@ -56,7 +56,31 @@ def _say(message: str) -> None:
 
 
 def setup(args: argparse.Namespace) -> int:
-    prepare_environment(_storage_root(args), report=_say, force=args.force)
+    if args.export_wheelhouse:
+        return _export_wheelhouse(args)
+    root = _storage_root(args)
+    prepare_environment(
+        root,
+        report=_say,
+        force=args.force,
+        index=args.index,
+        wheelhouse=Path(args.wheelhouse) if args.wheelhouse else None,
+        python_mirror=args.python_mirror,
+        python_archive=Path(args.python_archive) if args.python_archive else None,
+    )
+    _say(f"Packages from: {package_source(root) or 'not recorded (set up by an older version)'}")
+    return 0
+
+
+def _export_wheelhouse(args: argparse.Namespace) -> int:
+    from ..client.package_indexes import index_order
+    from ..client.wheelhouse import export_wheelhouse
+
+    if not args.platform:
+        raise InputError("--export-wheelhouse needs --platform windows, macos or linux.")
+    wheels = export_wheelhouse(Path(args.export_wheelhouse), args.platform, index_order(args.index), report=print)
+    _say(f"{len(wheels)} wheels for {args.platform} in {args.export_wheelhouse}, each with its pinned SHA-256; "
+         f"on the offline machine: imageforge setup --wheelhouse {args.export_wheelhouse}")  # fmt: skip
     return 0
 
 

@@ -47,6 +47,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     setup = sub.add_parser("setup", help="Prepare the server's Python environment in the storage root")
     setup.add_argument("--force", action="store_true", help="Rebuild even when it looks ready")
+    setup.add_argument(
+        "--index", help="Package index to try first: pypi, tsinghua, aliyun, tencent, ustc or a URL (then the rest)"
+    )
+    setup.add_argument("--wheelhouse", metavar="DIR", help="Install from this folder of wheels only, no network")
+    setup.add_argument("--python-mirror", metavar="URL", help="Where to download Python 3.12 from first")
+    setup.add_argument("--python-archive", metavar="FILE", help="A python-build-standalone archive (.tar.gz) to use")
+    setup.add_argument(
+        "--export-wheelhouse", metavar="DIR", help="Instead: download the pinned wheels of --platform into DIR"
+    )
+    setup.add_argument("--platform", choices=["windows", "macos", "linux"], help="With --export-wheelhouse")
     setup.set_defaults(handler=commands.setup)
 
     job_files = sub.add_parser(

@@ -1,7 +1,10 @@
 """Build the job server's environment in a storage root, the way BlendJob's setup does.
 
 Same pins, same `manifest.json` (so BlendJob's `environment_ready()` accepts it), but it prefers a local
-Python of the right version and uv's package cache, so it works offline when those are present.
+Python of the right version and uv's package cache, so it works offline when those are present. Packages come
+from a wheelhouse folder when one is given (no network at all), else from uv's cache, else from the package
+indexes in order (client/package_indexes.py), each file checked against its pinned SHA-256 whichever source
+serves it (client/pin_hashes.py). The manifest records which source served the install (`package_source`).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from blendjob.environment import environment_digest, environment_python, resolved_packages
@@ -19,6 +22,9 @@ from ..contract import ResourceExhaustedError
 from ..contract.private_storage import make_private_folder
 from ..contract.storage_trust import check_server_files
 from .environment import ServerEnvironment, server_environment
+from .package_indexes import CLEARED_VARIABLES, host_of, index_order, probe, probe_timeout, uv_failure
+from .pin_hashes import requirement_lines
+from .python_sources import download_python, mirror_order, python_from_archive
 
 Report = Callable[[str], None]
 
@@ -63,14 +69,31 @@ def find_local_python(version: str) -> str | None:
     return found if completed.returncode == 0 and found else None
 
 
+def package_source(root: Path) -> str | None:
+    """Which source served the environment's packages (an index URL, a wheelhouse, uv's cache), if recorded."""
+    try:
+        source = json.loads(manifest_path(root).read_text(encoding="utf-8")).get("package_source")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return source if isinstance(source, str) else None
+
+
 def prepare_environment(
     root: Path,
     *,
     environment: ServerEnvironment | None = None,
     report: Report = lambda _message: None,
     force: bool = False,
+    index: str | None = None,
+    wheelhouse: Path | None = None,
+    python_mirror: str | None = None,
+    python_archive: Path | None = None,
 ) -> Path:
     """Create `<root>/.venv` with the pinned packages and write BlendJob's manifest. Returns its python.
+    `index`: the preferred package index(es) (names or URLs, tried before the rest); `wheelhouse`: install
+    from this folder of wheels only, without any network; `python_mirror`: where to download Python from
+    when no local one exists (before the rest, client/python_sources.py); `python_archive`: a
+    python-build-standalone archive to use instead of any download.
 
     Refused in a root that another user owns or can write, or where they could have changed the environment
     (contract/storage_trust.py): nothing there is run, not even to see whether it is ready."""
@@ -84,39 +107,110 @@ def prepare_environment(
     make_private_folder(root)  # 0700 whatever the umask: job folders will hold the user's images
     manifest_path(root).unlink(missing_ok=True)
     uv = uv_executable()
-    python = find_local_python(environment["python"])
+    version = environment["python"]
+    python = str(python_from_archive(python_archive, root, version)) if python_archive else find_local_python(version)
     venv = root / ".venv"
     if python:
         report(f"Creating the server environment with {python}")
         _run([uv, "venv", "--clear", "--python", python, str(venv)], "create the Python environment")
     else:
-        report(f"Downloading Python {environment['python']} (no local copy found)")
-        _run(
-            [uv, "venv", "--clear", "--managed-python", "--python", environment["python"], str(venv)],
-            "download Python",
-        )
+        report(f"Downloading Python {version} (no local copy found)")
+        mirror = download_python(uv, version, venv, mirror_order(python_mirror), report=report)
+        report(f"Python {version} downloaded from {host_of(mirror)}")
     packages = resolved_packages(environment)
-    install = [uv, "pip", "install", "--python", str(environment_python(root)), *packages]
     report(f"Installing {len(packages)} pinned packages")
-    try:
-        _run([*install, "--offline"], "install packages from the local cache")
-    except SetupError:
-        report("Packages are not all in the local cache; downloading them")
-        _run(install, "install packages")
+    source = install_packages(
+        uv, environment_python(root), packages, root=root, indexes=index_order(index), wheelhouse=wheelhouse,
+        report=report,
+    )  # fmt: skip
     manifest_path(root).write_text(
         json.dumps(
             {
                 "environment_hash": environment_digest(environment),
                 "python": environment["python"],
                 "packages": packages,
+                "package_source": source,
             },
             indent=2,
         ),
         encoding="utf-8",
     )
-    report("Server environment is ready")
+    report(f"Server environment is ready (packages from {source})")
     built: Path = environment_python(root)
     return built
+
+
+def install_packages(
+    uv: str,
+    python: Path,
+    packages: list[str],
+    *,
+    root: Path,
+    indexes: list[str],
+    wheelhouse: Path | None = None,
+    report: Report = lambda _message: None,
+    hashes: Mapping[str, Sequence[str]] | None = None,
+) -> str:
+    """Install exactly `packages` (each file checked against its pinned hashes) into `python`'s environment;
+    returns the source that served them: the wheelhouse, uv's cache, or the first index that could."""
+    requirements = root / "server-requirements.txt"
+    requirements.write_text("\n".join(requirement_lines(packages, hashes)) + "\n", encoding="utf-8")
+    install = [
+        uv,
+        "pip",
+        "install",
+        "--no-config",
+        "--python",
+        str(python),
+        "--require-hashes",
+        "-r",
+        str(requirements),
+    ]
+    environment = {name: value for name, value in os.environ.items() if name not in CLEARED_VARIABLES}
+    try:
+        if wheelhouse is not None:
+            folder = Path(wheelhouse).resolve()
+            if not folder.is_dir():
+                raise SetupError(f"The wheelhouse {folder} is not a folder.")
+            report(f"Installing from the wheelhouse {folder} (no network)")
+            completed = _uv([*install, "--offline", "--no-index", "--find-links", str(folder)], environment)
+            if completed.returncode:
+                raise SetupError(
+                    f"Could not install from the wheelhouse {folder}: {uv_failure(completed.stderr)}; make it with "
+                    f"'imageforge setup --export-wheelhouse {folder} --platform …' on a connected machine."
+                )
+            return f"wheelhouse {folder}"
+        if _uv([*install, "--offline"], environment).returncode == 0:
+            return "the local package cache"
+        problems: list[str] = []
+        project = packages[0].split("==")[0]
+        for index in indexes:
+            problem = probe(index, project, probe_timeout())
+            if not problem:
+                completed = _uv([*install, "--default-index", index], environment)
+                if completed.returncode == 0:
+                    return index
+                _raise_if_disk_full(completed, "install packages")
+                problem = uv_failure(completed.stderr)
+            problems.append(f"{index} {problem}")
+            report(f"Package index {host_of(index)} {problem}; trying the next one" if index != indexes[-1] else
+                   f"Package index {host_of(index)} {problem}")  # fmt: skip
+        raise SetupError(
+            "Could not install the server's packages from any package index: " + "; ".join(problems) + ". "
+            "Choose another Package Index (preferences, IMAGEFORGE_PACKAGE_INDEX or 'imageforge setup --index'), "
+            "set HTTPS_PROXY if you are behind a proxy, or install from a wheelhouse (imageforge setup --wheelhouse)."
+        )
+    finally:
+        requirements.unlink(missing_ok=True)
+
+
+def _uv(command: list[str], environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, check=False, env=environment)
+
+
+def _raise_if_disk_full(completed: subprocess.CompletedProcess[str], step: str) -> None:
+    if "No space left" in (completed.stderr or "") + (completed.stdout or ""):
+        raise ResourceExhaustedError(f"The disk is full: could not {step}; free some space and retry.")
 
 
 def _run(command: list[str], step: str) -> None:
