@@ -15,6 +15,7 @@ import base64
 import hashlib
 import select
 import socket
+import ssl
 import threading
 import time
 import zipfile
@@ -68,10 +69,16 @@ def sha256_hex(path: Path) -> str:
 class SimpleIndex:
     """A PEP 503 index at `/simple/` over the wheels of `folder`, with one fault for every request."""
 
-    def __init__(self, folder: Path, fault: str = "none"):
+    def __init__(
+        self, folder: Path, fault: str = "none", *, tls: tuple[Path, Path] | None = None,
+        files: dict[str, bytes] | None = None,
+    ):  # fmt: skip
+        """`tls`: (certificate, key) to serve HTTPS; `files`: more paths to serve (a model hub's resolve URLs)."""
         assert fault in FAULTS
         self.folder = folder
         self.fault = fault
+        self.tls = tls
+        self.files = files or {}
         self.requests: list[str] = []
         self._closing = threading.Event()
 
@@ -90,6 +97,10 @@ class SimpleIndex:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if self.tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(str(self.tls[0]), str(self.tls[1]))
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
@@ -99,8 +110,12 @@ class SimpleIndex:
         self._server.server_close()
 
     @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/simple"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/simple"
 
     def _served_hash(self, wheel: Path) -> str:
         """The hash the page lists: a tampering mirror lists its own file's, so only pinned hashes can tell."""
@@ -115,6 +130,8 @@ class SimpleIndex:
             return
         if self.fault == "404":
             return _send(handler, 404, b"not here", head=head)
+        if path in self.files:
+            return _send(handler, 200, self.files[path], "application/octet-stream", head)
         if path.startswith("/simple/"):
             project = path.removeprefix("/simple/").strip("/").replace("-", "_").lower()
             links = [

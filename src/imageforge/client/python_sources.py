@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .package_indexes import host_of, probe_timeout, reachable
+from .proxies import with_system_proxy
 
 Report = Callable[[str], None]
 MIRROR_VARIABLE = "IMAGEFORGE_PYTHON_MIRROR"
@@ -50,7 +51,11 @@ def download_python(
     for mirror in mirrors:
         problem = reachable(mirror, probe_timeout()) if mirror.startswith(("http://", "https://")) else ""
         if not problem:
-            environment = {**os.environ, "UV_PYTHON_DOWNLOADS": "automatic", UV_MIRROR_VARIABLE: mirror}
+            environment = {
+                **with_system_proxy(os.environ),
+                "UV_PYTHON_DOWNLOADS": "automatic",
+                UV_MIRROR_VARIABLE: mirror,
+            }
             command = [uv, "venv", "--clear", "--managed-python", "--python", version, str(venv)]
             completed = subprocess.run(command, capture_output=True, text=True, check=False, env=environment)
             if completed.returncode == 0:

@@ -24,6 +24,7 @@ from ..contract.storage_trust import check_server_files
 from .environment import ServerEnvironment, server_environment
 from .package_indexes import CLEARED_VARIABLES, host_of, index_order, probe, probe_timeout, uv_failure
 from .pin_hashes import requirement_lines
+from .proxies import with_system_proxy
 from .python_sources import download_python, mirror_order, python_from_archive
 
 Report = Callable[[str], None]
@@ -166,7 +167,9 @@ def install_packages(
         "-r",
         str(requirements),
     ]
-    environment = {name: value for name, value in os.environ.items() if name not in CLEARED_VARIABLES}
+    environment = with_system_proxy(
+        {name: value for name, value in os.environ.items() if name not in CLEARED_VARIABLES}
+    )
     try:
         if wheelhouse is not None:
             folder = Path(wheelhouse).resolve()
