@@ -54,7 +54,7 @@ def _variables(server: str, override: str) -> dict[str, str]:
         per_scheme = {"http": server, "https": server}
     variables = {}
     for scheme in ("http", "https"):
-        address = per_scheme.get(scheme) or per_scheme.get("http")
+        address = per_scheme.get(scheme) or per_scheme.get("http") or ""
         if address:
             variables[f"{scheme.upper()}_PROXY"] = address if "://" in address else f"http://{address}"
     bypass = []
