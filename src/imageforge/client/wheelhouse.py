@@ -156,6 +156,11 @@ def _fetch_pin(
     name, version = pin.split("==")
     if not allowed:
         raise WheelhouseError(f"{pin} has no pinned hashes; regenerate client/server_hashes.json (pin_hashes.py).")
+    release = (distribution_stem(name), version.lower())
+    for present in sorted(folder.glob("*.whl")):  # a wheel already there with a pinned hash: no network
+        if _release_of(present.name) == release and fits(present.name, platform) and sha256_of(present) in allowed:
+            report(f"already there {present.name}")
+            return present
     problems = []
     for index in indexes:
         try:
