@@ -41,6 +41,13 @@ class SequenceOutput(StrEnum):
     PNG_SEQUENCE = "png_sequence"
 
 
+class SceneExport(StrEnum):
+    """What generate-multiview-cameras writes besides cameras and depth for other tools."""
+
+    NONE = "none"
+    COLMAP = "colmap"  # a COLMAP text model with the frames as its images, and the points as a binary PLY
+
+
 class NormalMode(StrEnum):
     NONE = "none"
     TANGENT = "tangent"
@@ -192,6 +199,28 @@ class MultiviewParams:
     )
     model: str | None = param(None, doc=_MODEL_DOC)
     device: Device = _device()
+    points: bool = param(False, doc="Also return the confident depth pixels as one point cloud (binary PLY).")
+    point_frame_step: int = param(
+        0,
+        doc="Points from every n-th analysed frame; 0 spreads about 24 frames over the clip.",
+        minimum=0,
+        maximum=10_000,
+    )
+    point_confidence: float = param(
+        0.3, doc="Drop this fraction of each frame's least confident pixels (0 keeps all).", minimum=0.0, maximum=0.99
+    )
+    max_points: int = param(
+        200_000, doc="At most this many points, spread evenly over the frames.", minimum=1, maximum=20_000_000
+    )
+    point_tear_ratio: float = param(
+        1.2,
+        doc="Drop pixels at depth jumps (far/near between neighbours above this; 0 keeps them).",
+        minimum=0.0,
+        maximum=100.0,
+    )
+    export: SceneExport = param(
+        SceneExport.NONE, doc="colmap: also a COLMAP text model (zip) with the frames as images."
+    )
 
 
 @dataclass(frozen=True)
@@ -232,6 +261,14 @@ PROVENANCE = {
 
 def _always(description: str) -> ResultSpec:
     return ResultSpec(description)
+
+
+def _wants_points(params: MultiviewParams) -> bool:
+    return params.points or params.export is SceneExport.COLMAP
+
+
+def _wants_colmap(params: MultiviewParams) -> bool:
+    return params.export is SceneExport.COLMAP
 
 
 def _wants_depth(params: CutoutParams) -> bool:
@@ -379,6 +416,14 @@ JOB_SPECS: dict[JobId, JobSpec] = {
                 ResultName.DEPTH: _always(
                     "NPZ: float32 depth [frames, height, width] in the model's units, with confidence."
                 ),
+                ResultName.POINTS: ResultSpec(
+                    "PLY (binary little-endian): x y z float32 in the cameras' world, red green blue uchar.",
+                    _wants_points,
+                ),
+                ResultName.COLMAP: ResultSpec(
+                    "ZIP: a COLMAP text model (sparse/0/cameras.txt, images.txt, points3D.txt) and images/.",
+                    _wants_colmap,
+                ),
                 **PROVENANCE,
             },
         ),
@@ -422,6 +467,7 @@ __all__ = [
     "NormalMode",
     "OutputKind",
     "ResultName",
+    "SceneExport",
     "Selection",
     "SequenceOutput",
     "job_spec",

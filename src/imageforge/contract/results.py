@@ -35,6 +35,8 @@ class ResultName(StrEnum):
     BACKGROUND_NORMAL = "background_normal"
     INPAINT = "inpaint"
     CAMERAS = "cameras"
+    POINTS = "points"
+    COLMAP = "colmap"
     RAW = "raw"
     SUMMARY = "summary"
     PROVENANCE = "provenance"

@@ -43,8 +43,8 @@ def expected_depth(colour: np.ndarray) -> float:
     return 3.0 + float(((colour - IMAGENET_MEAN) / IMAGENET_STD).mean())
 
 
-@pytest.fixture
-def sequence(tmp_path: Path) -> tuple[Path, np.ndarray]:
+@pytest.fixture(name="sequence")
+def sequence_fixture(tmp_path: Path) -> tuple[Path, np.ndarray]:
     """Eight 64 × 48 frames, frame_0001.png … frame_0008.png, each one uniform colour."""
     folder = tmp_path / "frames"
     folder.mkdir()
@@ -55,8 +55,8 @@ def sequence(tmp_path: Path) -> tuple[Path, np.ndarray]:
     return folder, quantised
 
 
-@pytest.fixture
-def da3_catalog(use_catalog, storage_root: Path):
+@pytest.fixture(name="da3_catalog")
+def da3_catalog_fixture(use_catalog, storage_root: Path):
     def install(*, cameras: bool = True, size=56, export_revision: str | None = "2", **options) -> None:
         use_catalog([catalog_entry("KIT_DA3", "multiview", "da3", **options)])
         path = model_path(storage_root, "KIT_DA3")

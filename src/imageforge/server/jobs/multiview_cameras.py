@@ -17,6 +17,9 @@ Results (docs/jobs.md):
 - `depth` (depth.npz): float32 `depth` and `confidence` [frames, height, width] at the source size, and the
   source frame numbers `frames`. They are streamed through memory-mapped .npy files into the archive, so a
   long 4K sequence never needs all its depth maps in memory at once.
+- with `points` (or `export=colmap`): `points` (points.ply), the confident depth pixels in the cameras' world;
+  with `export=colmap`: `colmap` (colmap.zip), a COLMAP text model with the frames as its images
+  (job_steps/reconstruction.py).
 """
 
 from __future__ import annotations
@@ -32,13 +35,15 @@ import numpy as np
 from ...contract import InputError, ModelUnavailableError, ResourceExhaustedError
 from ...contract.cameras import FrameCamera, MultiviewCameras
 from ...contract.catalog import Family
-from ...contract.jobs import MultiviewParams
+from ...contract.jobs import MultiviewParams, SceneExport
 from ...contract.results import ResultName
 from .. import provenance
 from ..geometry.alignment import align_windows
 from ..geometry.attention import GIB, AttentionEstimate
+from ..geometry.point_cloud import PointOptions
 from ..job_steps.model_loading import log_model_time, prepare_adapter
 from ..job_steps.progress import JobProgress
+from ..job_steps.reconstruction import AnalysedFrames, write_reconstruction
 from ..media import MediaKind, MediaSource, atomic_file, open_input, write_json
 from ..models.da3 import DepthAnything3Adapter, ViewPlacement, ViewsResult
 from ..models.display import display_pixels, over_black
@@ -46,6 +51,8 @@ from ..models.display import display_pixels, over_black
 # two shared frames to align through and at least one new frame per window; also DA3's reference-view threshold,
 # so every window runs as DA3's own code would run it, whichever export
 MIN_WINDOW = 3
+POINTS_FILE = "points.ply"
+COLMAP_FILE = "colmap.zip"
 CONVENTION = (
     "world-to-camera [R | t], OpenCV camera axes (x right, y down, z forward); "
     "the world is the first frame's camera; translations in the model's depth units"
@@ -90,6 +97,15 @@ def run_generate_multiview_cameras(context: Any, params: MultiviewParams) -> dic
             for name in ("depth", "confidence")
         )
         extrinsics, intrinsics = solve_windows(progress, adapter, views, windows, depth, confidence)
+        extrinsics = rebase_on_first(extrinsics)
+        if wants_points(params):
+            analysed = AnalysedFrames(views.numbers, params.frame_step, extrinsics, intrinsics, depth, confidence)
+            colmap = COLMAP_FILE if params.export is SceneExport.COLMAP else None
+            options = PointOptions(
+                params.point_frame_step, params.point_confidence, params.max_points, params.point_tear_ratio
+            )
+            write_reconstruction(progress, source, analysed, options, directory, points_file=POINTS_FILE,
+                                 colmap_file=colmap)  # fmt: skip
         depth.flush()
         confidence.flush()
         del depth, confidence  # unmapped before the archive reads the files
@@ -100,7 +116,16 @@ def run_generate_multiview_cameras(context: Any, params: MultiviewParams) -> dic
         progress.stage(0.92, "Writing depth")
         stream_npz(directory / "depth.npz", members)
     log_model_time(context, progress, adapter)
-    return {ResultName.CAMERAS: "cameras.json", ResultName.DEPTH: "depth.npz"}
+    results = {ResultName.CAMERAS: "cameras.json", ResultName.DEPTH: "depth.npz"}
+    if wants_points(params):
+        results[ResultName.POINTS] = POINTS_FILE
+    if params.export is SceneExport.COLMAP:
+        results[ResultName.COLMAP] = COLMAP_FILE
+    return results
+
+
+def wants_points(params: MultiviewParams) -> bool:
+    return params.points or params.export is SceneExport.COLMAP
 
 
 def selected_count(source: MediaSource, step: int, max_frames: int) -> int:
@@ -176,7 +201,7 @@ def solve_windows(
 ) -> tuple[np.ndarray, list[dict[str, float]]]:
     """Run every window, bring each into the first window's world, fill `depth` and `confidence` in place.
 
-    Returns world-to-camera extrinsics (frames × 3 × 4) re-based on the first frame, and source-pixel intrinsics.
+    Returns world-to-camera extrinsics (frames × 3 × 4) in the first window's world, and source-pixel intrinsics.
     """
     count = len(views.numbers)
     extrinsics = np.zeros((count, 3, 4))
@@ -215,7 +240,7 @@ def solve_windows(
             )
             done[index] = True
         previous, previous_window = result, window
-    return rebase_on_first(extrinsics), intrinsics
+    return extrinsics, intrinsics
 
 
 def _picture(views: Views, index: int, plane: np.ndarray) -> np.ndarray:
