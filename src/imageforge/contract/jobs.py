@@ -417,11 +417,13 @@ JOB_SPECS: dict[JobId, JobSpec] = {
                     "NPZ: float32 depth [frames, height, width] in the model's units, with confidence."
                 ),
                 ResultName.POINTS: ResultSpec(
-                    "PLY (binary little-endian): x y z float32 in the cameras' world, red green blue uchar.",
+                    "With points or export=colmap: PLY (binary little-endian), x y z float32 in the cameras' world, "
+                    "red green blue uchar.",
                     _wants_points,
                 ),
                 ResultName.COLMAP: ResultSpec(
-                    "ZIP: a COLMAP text model (sparse/0/cameras.txt, images.txt, points3D.txt) and images/.",
+                    "With export=colmap: ZIP of a COLMAP text model (sparse/0/cameras.txt, images.txt, "
+                    "points3D.txt) and images/.",
                     _wants_colmap,
                 ),
                 **PROVENANCE,
