@@ -25,15 +25,15 @@ from imageforge.server.downloads.store import file_path  # noqa: E402
 from imageforge.server.inference import ModelManager  # noqa: E402
 
 MODELS = (
-    ("KIT_BEN2_1024", Family.BACKGROUND, lambda path: build_ben2(path, size=1024)),
-    ("KIT_UPSCALER_R2", Family.UPSCALE, lambda path: build_upscaler(path, receptive_radius=2)),
-    ("KIT_MOGE2", Family.GEOMETRY, build_moge2),
-    ("KIT_DA3", Family.MULTIVIEW, build_da3),
+    ("KIT_BEN2_1024", Family("background"), lambda path: build_ben2(path, size=1024)),
+    ("KIT_UPSCALER_R2", Family("upscale"), lambda path: build_upscaler(path, receptive_radius=2)),
+    ("KIT_MOGE2", Family("geometry"), build_moge2),
+    ("KIT_DA3", Family("multiview"), build_da3),
 )
 
 
 def entry(key: str, family: Family) -> ModelEntry:
-    return ModelEntry(key, family, family.value, key, "MIT", f"kit/{key}", key.lower(), False, (ModelFile("m.onnx"),))
+    return ModelEntry(key, family, family, key, "MIT", f"kit/{key}", key.lower(), False, (ModelFile("m.onnx"),))
 
 
 def main() -> None:

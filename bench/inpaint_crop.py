@@ -109,7 +109,7 @@ def run_case(name: str, width: int, height: int, hole: int) -> dict:
         target = storage / "models" / "lama" / "lama.onnx"
         target.parent.mkdir(parents=True)
         target.symlink_to(MODEL)
-        entry = ModelEntry("LAMA", Family.INPAINT, "lama", "LaMa-shaped", "MIT", "bench/lama", "lama", True,
+        entry = ModelEntry("LAMA", Family("inpaint"), "lama", "LaMa-shaped", "MIT", "bench/lama", "lama", True,
                            (ModelFile("lama.onnx"),))  # fmt: skip
         manager = ModelManager(storage)
         adapter = LamaAdapter(entry, manager.acquire(entry, Device.CPU))

@@ -98,7 +98,7 @@ def test_invalid_stored_values_fall_back_to_defaults(prefs, monkeypatch):
     prefs.stored_model_upscale = "A_MODEL_THE_CATALOG_DROPPED"
     assert (prefs.device, prefs.max_input_size, prefs.resolution_level) == ("auto", 2048, 9)
     assert prefs.model_upscale == "REALESRGAN_GENERAL_X4V3"  # the catalog's default upscaler
-    assert preferences.job_model(prefs, Family.UPSCALE) == "REALESRGAN_GENERAL_X4V3"
+    assert preferences.job_model(prefs, Family("upscale")) == "REALESRGAN_GENERAL_X4V3"
     assert preferences.job_max_input_size(prefs) == 2048
 
 
@@ -115,7 +115,7 @@ def test_sizes_snap_to_256_and_models_per_family(prefs):
     assert prefs.model_background == "BEN2_BASE"
     assert prefs.model_geometry == "MOGE2_VITB_NORMAL"
     prefs.model_geometry = "MOGE2_VITS_NORMAL"
-    assert preferences.job_model(prefs, Family.GEOMETRY) == "MOGE2_VITS_NORMAL"
+    assert preferences.job_model(prefs, Family("geometry")) == "MOGE2_VITS_NORMAL"
     with pytest.raises(TypeError):
         prefs.model_geometry = "BEN2_BASE"  # not a geometry model: Blender's enum refuses it
 
@@ -149,3 +149,23 @@ def test_preferences_survive_save_and_reload(prefs):
         assert (reloaded.resolution_level, reloaded.device) == (4, "cpu")
     finally:
         config.unlink(missing_ok=True)
+
+
+def test_every_family_of_the_catalog_has_its_two_preferences_with_the_names_users_saved(prefs):
+    """The model preferences are generated from the catalog's families: names, labels and stored keys are those
+    of the hand-written properties they replace, so saved preferences load unchanged."""
+    properties = type(prefs).bl_rna.properties
+    expected = {
+        "background": ("Background Removal", "Stored Background Model"),
+        "geometry": ("Depth and Geometry", "Stored Geometry Model"),
+        "upscale": ("Upscaling", "Stored Upscale Model"),
+        "multiview": ("Multi-View Depth", "Stored Multi-View Model"),
+        "inpaint": ("Inpainting", "Stored Inpainting Model"),
+    }
+    for family, (label, stored_label) in expected.items():
+        assert properties[f"model_{family}"].name == label
+        assert properties[f"model_{family}"].description == f"Model used for {label.lower()} jobs"
+        assert properties[f"stored_model_{family}"].name == stored_label
+        assert properties[f"stored_model_{family}"].is_hidden
+    prefs.model_inpaint = "LAMA_FP16"
+    assert prefs.stored_model_inpaint == "LAMA_FP16"

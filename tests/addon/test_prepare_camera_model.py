@@ -40,7 +40,7 @@ def test_the_converted_model_becomes_the_camera_default_and_the_panel_shows_it(j
     storage = tmp_path / "storage"
     prefs.storage_root = str(storage)
     try:
-        assert preferences.job_model(prefs, Family.MULTIVIEW) == "DA3_SMALL"  # the built-in, depth-only export
+        assert preferences.job_model(prefs, Family("multiview")) == "DA3_SMALL"  # the built-in, depth-only export
         job_server.producers["convert-model"] = convert_like_the_server(storage)
         before = undo_steps(capfd)
         assert run_job_operator(bpy.ops.imageforge.prepare_camera_model, model="DA3_SMALL") == {"FINISHED"}
@@ -50,7 +50,7 @@ def test_the_converted_model_becomes_the_camera_default_and_the_panel_shows_it(j
         ]
         assert undo_steps(capfd) == before  # files changed, not Blender data
         # Camera Path from Video now sends the converted model; the Models panel lists it, ready, as default.
-        assert preferences.job_model(prefs, Family.MULTIVIEW) == "DA3_SMALL_CAMERAS"
+        assert preferences.job_model(prefs, Family("multiview")) == "DA3_SMALL_CAMERAS"
         layout = draw(ModelsPanel, bpy.context)
     finally:
         prefs.storage_root = ""
@@ -58,7 +58,7 @@ def test_the_converted_model_becomes_the_camera_default_and_the_panel_shows_it(j
     assert "Depth Anything 3 Small (cameras, converted) (default)" in labels and "Ready" in labels
     assert "Depth Anything 3 Small (depth only)" in labels  # still offered, no longer the default
     assert "imageforge.prepare_camera_model" in layout.operator_ids()
-    assert preferences.job_model(prefs, Family.MULTIVIEW) == "DA3_SMALL"  # another storage root: no overlay
+    assert preferences.job_model(prefs, Family("multiview")) == "DA3_SMALL"  # another storage root: no overlay
 
 
 def test_the_models_panel_offers_the_conversion_before_any_exists(job_server):
@@ -88,7 +88,7 @@ def test_a_failed_conversion_is_one_error_report_and_changes_nothing(job_server,
     job_server.producers["convert-model"] = lambda parameters, directory: None  # the job fails
     assert run_job_operator(bpy.ops.imageforge.prepare_camera_model, model="DA3_BASE") == {"CANCELLED"}
     assert reports == [("ERROR", "The model ran out of memory.")]
-    assert preferences.job_model(preferences.get_preferences(), Family.MULTIVIEW) == "DA3_SMALL"
+    assert preferences.job_model(preferences.get_preferences(), Family("multiview")) == "DA3_SMALL"
 
 
 def test_esc_cancels_the_conversion_on_the_server(job_server):

@@ -40,9 +40,9 @@ def test_register_and_unregister_twice_leave_nothing_behind():
             enabled["classes"]
         )
         assert enabled["menus"] == {
-            "IMAGE_MT_image": ["imageforge.addon.operators.menus"],
-            "VIEW3D_MT_object_context_menu": ["imageforge.addon.operators.menus"],
-            "SEQUENCER_MT_context_menu": ["imageforge.addon.operators.menus"],
+            "IMAGE_MT_image": ["imageforge.addon.menus"],
+            "VIEW3D_MT_object_context_menu": ["imageforge.addon.menus"],
+            "SEQUENCER_MT_context_menu": ["imageforge.addon.menus"],
             "STATUSBAR_HT_header": ["blendjob.runtime"],
         }
         from imageforge.addon import blender_runtime

@@ -50,9 +50,10 @@ def test_builtin_catalog_matches_the_published_facts():
     assert not catalog.get("MOGE2_VITL_NORMAL").files[0].streamable  # fetched with huggingface_hub
     general = catalog.get("REALESRGAN_GENERAL_X4V3").files[0]
     assert general.size is None and general.sha256 is not None  # hash declared, size not
-    for family in Family:
-        assert catalog.default_for(family).family is family
-    lama = catalog.resolve(None, Family.INPAINT)  # fetched on first use, like DA3: not part of setup
+    assert [family.key for family in catalog.families] == ["background", "geometry", "upscale", "multiview", "inpaint"]
+    for family in catalog.families:
+        assert catalog.default_for(family.key).family == family.key
+    lama = catalog.resolve(None, Family("inpaint"))  # fetched on first use, like DA3: not part of setup
     assert (lama.key, lama.adapter, lama.license, lama.repository) == ("LAMA", "lama", "Apache-2.0", "g-ronimo/lama")
     assert [item.path for item in lama.files] == ["lama.onnx"] and not lama.files[0].streamable  # no published hash
 
@@ -73,9 +74,9 @@ def test_unknown_key_lists_the_valid_ones():
 
 def test_resolve_checks_the_family():
     catalog = parse(VALID)
-    assert catalog.resolve(None, Family.BACKGROUND).key == "TEST"
+    assert catalog.resolve(None, Family("background")).key == "TEST"
     with pytest.raises(InputError, match="'TEST' is a background model, not a"):
-        catalog.resolve("TEST", Family.UPSCALE)
+        catalog.resolve("TEST", Family("upscale"))
 
 
 @pytest.mark.parametrize(
@@ -157,7 +158,7 @@ def test_the_local_overlay_replaces_adds_and_takes_the_default(tmp_path: Path, m
         ("G", "Test", True),  # another family keeps its own
         ("C", "Test", True),
     ]
-    assert catalog.default_for(Family.BACKGROUND).key == "C"
+    assert catalog.default_for(Family("background")).key == "C"
     assert [entry.key for entry in load_catalog().models] == ["A", "B", "G"]  # without a storage root: no overlay
 
 
@@ -167,3 +168,26 @@ def test_a_broken_overlay_is_named(tmp_path: Path):
     overlay.write_text("{")
     with pytest.raises(ModelUnavailableError, match=f"Cannot read the model catalog {overlay}"):
         load_catalog(storage_root=tmp_path)
+
+
+def test_a_catalog_declares_new_families_and_inherits_the_builtin_ones():
+    segment = {"key": "segment", "label": "Segmentation", "short_label": "Segment"}
+    catalog = parse_catalog({"families": [segment], "models": [variant(family="segment")]}, Path("catalog.json"))
+    assert [family.key for family in catalog.families][-2:] == ["inpaint", "segment"]
+    assert catalog.families[-1].label == "Segmentation"
+    assert catalog.default_for(Family("segment")).key == "TEST"
+    with pytest.raises(ModelUnavailableError, match="family 'segment' is not one of background, geometry"):
+        parse(variant(family="segment"))  # not declared by this catalog nor the built-in one
+
+
+@pytest.mark.parametrize(
+    ("families", "reason"),
+    [
+        ("segment", "'families' must be a list"),
+        ([{"key": "segment", "label": "Segmentation"}], "each family needs key, label, short_label"),
+        ([{"key": "Seg-ment", "label": "S", "short_label": "S"}], "family key 'Seg-ment' is invalid"),
+    ],
+)
+def test_malformed_families_are_refused(families, reason):
+    with pytest.raises(ModelUnavailableError, match=reason):
+        parse_catalog({"families": families, "models": [VALID]}, Path("catalog.json"))

@@ -48,7 +48,7 @@ def test_the_registered_entry_is_a_valid_camera_catalog_entry():
     conversion = load_conversions().get("DA3_BASE")
     record = conversion.catalog_record(123, "ab" * 32)
     (entry,) = parse_catalog({"models": [record]}, Path("overlay.json")).models
-    assert (entry.key, entry.family.value, entry.adapter, entry.default) == (
+    assert (entry.key, entry.family, entry.adapter, entry.default) == (
         "DA3_BASE_CAMERAS",
         "multiview",
         "da3",

@@ -346,7 +346,7 @@ class Driver:
             ops.prepare_camera_model, timeout=CONVERT_TIMEOUT, model=self.spec["camera_model"]
         )
         models = importlib.import_module(f"{MODULE}.addon.preferences")
-        multiview = importlib.import_module(f"{MODULE}.contract.catalog").Family.MULTIVIEW
+        multiview = importlib.import_module(f"{MODULE}.contract.catalog").Family("multiview")
         jobs["prepare_camera_model"]["camera_model"] = models.job_model(models.get_preferences(), multiview)
         empty_scene()
         bpy.context.scene.imageforge_video_path = self.spec["camera_frames"]

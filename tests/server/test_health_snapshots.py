@@ -62,7 +62,7 @@ def place_kit_model(storage_root: Path, key: str) -> Any:
     """The catalog entry `key` with a kit model of its family where its download would be."""
     entry = load_catalog().get(key)
     path = file_path(storage_root, entry, entry.files[0])
-    build_ben2(path, size=32) if entry.family.value == "background" else build_upscaler(path)
+    build_ben2(path, size=32) if entry.family == "background" else build_upscaler(path)
     return entry
 
 

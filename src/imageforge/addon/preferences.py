@@ -15,7 +15,7 @@ import bpy
 
 from ..client.environment import default_storage_root
 from ..contract import Device
-from ..contract.catalog import Catalog, Family
+from ..contract.catalog import Catalog, Family, ModelFamily, builtin_families
 from ..contract.jobs import MAX_INPUT_SIZE_DEFAULT
 from ..contract.server_clients import DEFAULT_LINGER_SECONDS, linger_seconds
 from . import EXTENSION_PACKAGE, choices
@@ -99,14 +99,25 @@ def _model_items(family: Family):
             (choice.key, f"{choice.label} (default)" if choice.default else choice.label, choice.key, index)
             for index, choice in enumerate(found)
         ]
-        _enum_items[family.value] = listed or [("NONE", "No Model", "The model catalog has none", 0)]
-        return _enum_items[family.value]
+        _enum_items[family] = listed or [("NONE", "No Model", "The model catalog has none", 0)]
+        return _enum_items[family]
 
     return items
 
 
+def model_property_name(family: Family) -> str:
+    """`model_<family>`: the enum the preferences show for a family."""
+    return f"model_{family}"
+
+
+def stored_model_name(family: Family) -> str:
+    """`stored_model_<family>`: the hidden text the family's choice is saved in (its saved value outlives any
+    change of the catalog)."""
+    return f"stored_model_{family}"
+
+
 def _model_accessors(family: Family):
-    stored_name = f"stored_model_{family.value}"
+    stored_name = stored_model_name(family)
 
     def get(self) -> int:
         found = choices.model_choices(family, model_catalog())
@@ -121,15 +132,30 @@ def _model_accessors(family: Family):
     return get, set_
 
 
-def _model_property(family: Family, label: str):
-    get, set_ = _model_accessors(family)
+def _model_property(family: ModelFamily):
+    get, set_ = _model_accessors(family.key)
     return bpy.props.EnumProperty(
-        name=label, description=f"Model used for {label.lower()} jobs", items=_model_items(family), get=get, set=set_
+        name=family.label,
+        description=f"Model used for {family.label.lower()} jobs",
+        items=_model_items(family.key),
+        get=get,
+        set=set_,
     )
 
 
 def _stored(name: str):
     return bpy.props.StringProperty(name=name, default="", options={"HIDDEN"})
+
+
+def family_properties() -> dict[str, object]:
+    """Two properties per family of the catalog, in its order: the shown choice `model_<family>` and the stored
+    key `stored_model_<family>` (for "background": "Background Removal" and "Stored Background Model")."""
+    properties: dict[str, object] = {}
+    for family in builtin_families():
+        properties[model_property_name(family.key)] = _model_property(family)
+    for family in builtin_families():
+        properties[stored_model_name(family.key)] = _stored(f"Stored {family.short_label} Model")
+    return properties
 
 
 # ------------------------------------------------------------------------------------------ numbers
@@ -224,18 +250,8 @@ class ImageForgePreferences(bpy.types.AddonPreferences):
         ),
         default="PACK",
     )
-    model_background: _model_property(Family.BACKGROUND, "Background Removal")
-    model_upscale: _model_property(Family.UPSCALE, "Upscaling")
-    model_geometry: _model_property(Family.GEOMETRY, "Depth and Geometry")
-    model_multiview: _model_property(Family.MULTIVIEW, "Multi-View Depth")
-    model_inpaint: _model_property(Family.INPAINT, "Inpainting")
-
+    # model_<family> and stored_model_<family> for every family of the catalog: added below (family_properties)
     stored_device: _stored("Stored Device")
-    stored_model_background: _stored("Stored Background Model")
-    stored_model_upscale: _stored("Stored Upscale Model")
-    stored_model_geometry: _stored("Stored Geometry Model")
-    stored_model_multiview: _stored("Stored Multi-View Model")
-    stored_model_inpaint: _stored("Stored Inpainting Model")
     stored_max_input_size: bpy.props.IntProperty(default=MAX_INPUT_SIZE_DEFAULT, options={"HIDDEN"})
     stored_resolution_level: bpy.props.IntProperty(default=choices.RESOLUTION_LEVEL_DEFAULT, options={"HIDDEN"})
 
@@ -266,8 +282,11 @@ class ImageForgePreferences(bpy.types.AddonPreferences):
 
     def draw_models(self, layout: bpy.types.UILayout) -> None:
         layout.label(text="Models", icon="FILE_3D")
-        for family in Family:
-            layout.prop(self, f"model_{family.value}")
+        for family in builtin_families():
+            layout.prop(self, model_property_name(family.key))
+
+
+ImageForgePreferences.__annotations__.update(family_properties())  # read by Blender when the class registers
 
 
 # ------------------------------------------------------------------------------ what jobs are sent
@@ -277,7 +296,7 @@ def job_device(preferences: ImageForgePreferences | None) -> Device:
 
 
 def job_model(preferences: ImageForgePreferences | None, family: Family) -> str | None:
-    stored = getattr(preferences, f"stored_model_{family.value}", "") if preferences else ""
+    stored = getattr(preferences, stored_model_name(family), "") if preferences else ""
     return choices.valid_model(stored, choices.model_choices(family, model_catalog()))
 
 

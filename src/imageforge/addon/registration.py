@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import bpy
 
-from . import blender_runtime, operators, panels, preferences
-from .operators import base, camera_path, menus
+from . import blender_runtime, menus, operators, panels, preferences
+from .operators import base, camera_path
 
-CLASSES: tuple[type, ...] = (preferences.ImageForgePreferences, *operators.CLASSES, *panels.CLASSES)
+CLASSES: tuple[type, ...] = (
+    preferences.ImageForgePreferences,
+    *operators.CLASSES,
+    *menus.CLASSES,
+    *panels.CLASSES,
+)
 
 
 def register() -> None:

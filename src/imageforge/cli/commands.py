@@ -174,7 +174,7 @@ def models_list(args: argparse.Namespace) -> int:
         copies = "; ".join(record.summary for record in records if record is not None and record.summary)
         state = f"{state} ({copies})" if copies else state
         marker = "*" if entry.default else " "
-        print(f"{marker} {entry.key:<26} {entry.family.value:<10} {size:>12}  {entry.license:<13} {state}")
+        print(f"{marker} {entry.key:<26} {entry.family:<10} {size:>12}  {entry.license:<13} {state}")
     return 0
 
 

@@ -1,6 +1,10 @@
 """The model catalog: frozen records loaded from JSON data (built in, or IMAGEFORGE_MODEL_CATALOG), with the
 storage root's local overlay (`models/local-catalog.json`: models converted on this machine) merged over it.
 
+The families are data too: the built-in catalog's `families` list names each family and the labels its
+preferences show (addon/preferences.py makes one model preference per family from it), and a catalog file may
+declare more. A new family is therefore a catalog entry and an adapter (server/models/), nothing else.
+
 Schema and optional fields: docs/models.md.
 """
 
@@ -10,9 +14,9 @@ import json
 import os
 import re
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NewType
 
 from .errors import InputError, ModelUnavailableError
 
@@ -21,12 +25,17 @@ CATALOG_ENVIRONMENT_VARIABLE = "IMAGEFORGE_MODEL_CATALOG"
 LOCAL_OVERLAY = ("models", "local-catalog.json")  # under the storage root; written by the convert-model job
 
 
-class Family(StrEnum):
-    BACKGROUND = "background"
-    GEOMETRY = "geometry"
-    UPSCALE = "upscale"
-    MULTIVIEW = "multiview"
-    INPAINT = "inpaint"
+Family = NewType("Family", str)  # a family's key, as the catalog's `families` list declares it
+
+
+@dataclass(frozen=True)
+class ModelFamily:
+    """One family of the catalog: its key, the label of its model preference ("Background Removal") and the
+    short label its hidden stored preference carries ("Stored Background Model")."""
+
+    key: Family
+    label: str
+    short_label: str
 
 
 _GIB = 1024**3
@@ -35,13 +44,13 @@ _GIB = 1024**3
 # (BEN2 fp16 219 MB, BiRefNet fp32 ~1 GB; MoGe-2 ViT-L ~1.3 GB; Real-ESRGAN x4plus 67 MB; DA3 Large 1.35 GB;
 # LaMa 209 MB), so a lying or broken source cannot fill the disk. An entry may set its own `max_file_size`.
 MAX_FILE_BYTES: dict[Family, int] = {
-    Family.BACKGROUND: 2 * _GIB,
-    Family.GEOMETRY: 3 * _GIB,
-    Family.UPSCALE: 1 * _GIB,
-    Family.MULTIVIEW: 3 * _GIB,
-    Family.INPAINT: 1 * _GIB,
+    Family("background"): 2 * _GIB,
+    Family("geometry"): 3 * _GIB,
+    Family("upscale"): 1 * _GIB,
+    Family("multiview"): 3 * _GIB,
+    Family("inpaint"): 1 * _GIB,
 }
-DEFAULT_MAX_FILE_BYTES = 4 * _GIB  # a family not listed above
+DEFAULT_MAX_FILE_BYTES = 4 * _GIB  # a family not listed above (a new family needs no entry here)
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,7 @@ class ModelEntry:
 class Catalog:
     models: tuple[ModelEntry, ...]
     source: Path
+    families: tuple[ModelFamily, ...] = ()
 
     def get(self, key: str) -> ModelEntry:
         for entry in self.models:
@@ -100,7 +110,7 @@ class Catalog:
         for entry in self.models:
             if entry.family == family:
                 return entry
-        raise ModelUnavailableError(f"The model catalog has no {family.value} model.")
+        raise ModelUnavailableError(f"The model catalog has no {family} model.")
 
     def resolve(self, key: str | None, family: Family) -> ModelEntry:
         """The entry for `key` (which must belong to `family`), or the family's default."""
@@ -108,7 +118,7 @@ class Catalog:
             return self.default_for(family)
         entry = self.get(key)
         if entry.family != family:
-            raise InputError(f"Model '{key}' is a {entry.family.value} model, not a {family.value} model.")
+            raise InputError(f"Model '{key}' is a {entry.family} model, not a {family} model.")
         return entry
 
     @property
@@ -119,10 +129,13 @@ class Catalog:
 _REQUIRED = ("key", "family", "adapter", "label", "license", "repository", "directory", "files")
 
 
-def parse_catalog(data: Any, source: Path) -> Catalog:
-    """Every refusal is one sentence naming the catalog, the entry and the reason."""
+def parse_catalog(data: Any, source: Path, families: tuple[ModelFamily, ...] | None = None) -> Catalog:
+    """Every refusal is one sentence naming the catalog, the entry and the reason. The catalog's families are
+    `families` (default: the built-in catalog's) and those it declares."""
     if not isinstance(data, dict) or not isinstance(data.get("models"), list):
         raise ModelUnavailableError(f"Model catalog {source} must be an object with a 'models' list.")
+    declared = _families(data, source, builtin_families() if families is None else families)
+    known = tuple(item.key for item in declared)
     entries: list[ModelEntry] = []
     for raw in data["models"]:
         missing = [name for name in _REQUIRED if not isinstance(raw, dict) or name not in raw]
@@ -131,18 +144,42 @@ def parse_catalog(data: Any, source: Path) -> Catalog:
         try:
             if any(entry.key == str(raw["key"]) for entry in entries):
                 raise ValueError(f"the key {raw['key']!r} appears twice")
-            entries.append(_entry(raw))
+            entries.append(_entry(raw, known))
         except ValueError as error:
             raise ModelUnavailableError(
                 f"Model catalog {source}: entry {raw['key']!r} is invalid ({error})."
             ) from error
-    return Catalog(tuple(entries), source)
+    return Catalog(tuple(entries), source, declared)
 
 
-def _entry(raw: dict[str, Any]) -> ModelEntry:
-    """One entry's record; a ValueError says what is wrong with it."""
-    if raw["family"] not in {family.value for family in Family}:
-        raise ValueError(f"family {raw['family']!r} is not one of {', '.join(family.value for family in Family)}")
+def _families(data: dict[str, Any], source: Path, inherited: tuple[ModelFamily, ...]) -> tuple[ModelFamily, ...]:
+    """`inherited`, then the families `data` declares (a key declared again takes the new labels)."""
+    raw_families = data.get("families", [])
+    if not isinstance(raw_families, list):
+        raise ModelUnavailableError(f"Model catalog {source}: 'families' must be a list.")
+    found = {item.key: item for item in inherited}
+    for raw in raw_families:
+        if not isinstance(raw, dict) or not all(isinstance(raw.get(name), str) for name in _FAMILY_FIELDS):
+            raise ModelUnavailableError(f"Model catalog {source}: each family needs {', '.join(_FAMILY_FIELDS)}.")
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", raw["key"]):  # it becomes a preference's name (model_<key>)
+            raise ModelUnavailableError(f"Model catalog {source}: family key {raw['key']!r} is invalid.")
+        found[Family(raw["key"])] = ModelFamily(Family(raw["key"]), raw["label"], raw["short_label"])
+    return tuple(found.values())
+
+
+_FAMILY_FIELDS = ("key", "label", "short_label")
+
+
+@cache
+def builtin_families() -> tuple[ModelFamily, ...]:
+    """The families the built-in catalog declares: every family this version has adapters and preferences for."""
+    return _families(_read(BUILTIN_CATALOG), BUILTIN_CATALOG, ())
+
+
+def _entry(raw: dict[str, Any], families: tuple[Family, ...]) -> ModelEntry:
+    """One entry's record (of one of `families`); a ValueError says what is wrong with it."""
+    if raw["family"] not in families:
+        raise ValueError(f"family {raw['family']!r} is not one of {', '.join(families)}")
     if not isinstance(raw["files"], list) or not raw["files"]:
         raise ValueError("'files' must be a non-empty list of {path, size?, sha256?} objects")
     files = tuple(_model_file(item) for item in raw["files"])
@@ -152,7 +189,7 @@ def _entry(raw: dict[str, Any]) -> ModelEntry:
             raise ValueError(f"{kind} {relative!r} could leave the models folder (empty, absolute, a drive, or '..')")
     return ModelEntry(
         key=str(raw["key"]),
-        family=Family(raw["family"]),
+        family=Family(str(raw["family"])),
         adapter=str(raw["adapter"]),
         label=str(raw["label"]),
         license=str(raw["license"]),
@@ -204,7 +241,7 @@ def load_catalog(
     overlay = local_overlay_path(storage_root)
     if not overlay.is_file():
         return base
-    return merge_catalogs(base, parse_catalog(_read(overlay), overlay))
+    return merge_catalogs(base, parse_catalog(_read(overlay), overlay, base.families))
 
 
 def merge_catalogs(base: Catalog, overlay: Catalog) -> Catalog:
@@ -220,7 +257,7 @@ def merge_catalogs(base: Catalog, overlay: Catalog) -> Catalog:
     ]
     known = {entry.key for entry in base.models}
     merged.extend(entry for entry in overlay.models if entry.key not in known)
-    return Catalog(tuple(merged), base.source)
+    return Catalog(tuple(merged), base.source, overlay.families)
 
 
 def _read(source: Path) -> Any:

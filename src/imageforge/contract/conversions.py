@@ -72,7 +72,7 @@ class Conversion:
         LFS SHA-256, which is then remembered)."""
         return ModelEntry(
             key=self.key,
-            family=Family.MULTIVIEW,
+            family=Family("multiview"),
             adapter="",
             label=f"{self.label} weights",
             license=self.license,
@@ -86,7 +86,7 @@ class Conversion:
         """The local overlay's entry for the converted file (the catalog's JSON schema, docs/models.md)."""
         return {
             "key": self.result.key,
-            "family": Family.MULTIVIEW.value,
+            "family": Family("multiview"),
             "adapter": "da3",
             "label": self.result.label,
             "license": self.license,

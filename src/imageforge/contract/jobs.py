@@ -5,9 +5,10 @@ docs/jobs.md is the prose version of this module; tests/contract keeps the two i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .devices import Device
 from .parameters import Selection, param
@@ -231,26 +232,33 @@ class DebugParams:
     max_input_size: int = _max_input_size()
 
 
+P = TypeVar("P")
+
+
 @dataclass(frozen=True)
-class JobSpec:
-    """What a job takes and which files it returns (contract/results.py: when each is there)."""
+class JobSpec(Generic[P]):
+    """What a job takes and which files it returns (contract/results.py: when each is there).
+
+    Generic in its parameter class: `JobSpec[RemoveBackgroundParams]` parses to that class, and a server runner
+    registered for it (server/job_runners.py `runs`) must take exactly that class, or mypy fails.
+    """
 
     id: JobId
     label: str
-    parameters: type
-    results: dict[ResultName, ResultSpec]
+    parameters: type[P]
+    results: Mapping[ResultName, ResultSpec[P]]
 
-    def parse(self, raw: object) -> Any:  # an instance of self.parameters
+    def parse(self, raw: object) -> P:
         from .parameters import parse_parameters
 
         return parse_parameters(self.parameters, raw)
 
-    def expected_results(self, parameters: Any) -> frozenset[ResultName]:
+    def expected_results(self, parameters: P) -> frozenset[ResultName]:
         """The results the job itself returns for these parsed parameters (provenance comes from the handler)."""
         return expected_results(self.results, parameters)
 
 
-PROVENANCE = {
+PROVENANCE: dict[ResultName, ResultSpec[object]] = {
     ResultName.PROVENANCE: ResultSpec(
         "JSON: each model the job ran, the device asked for, the device and ONNX Runtime provider "
         "that really ran, runs and model seconds (written when the job loaded a model).",
@@ -259,7 +267,7 @@ PROVENANCE = {
 }
 
 
-def _always(description: str) -> ResultSpec:
+def _always(description: str) -> ResultSpec[object]:
     return ResultSpec(description)
 
 
@@ -284,174 +292,171 @@ def _fills_behind_with_geometry(params: CutoutParams) -> bool:
     return params.fill_behind and (params.generate_depth or params.normal_mode is not NormalMode.NONE)
 
 
-JOB_SPECS: dict[JobId, JobSpec] = {
-    spec.id: spec
-    for spec in (
-        JobSpec(
-            JobId.DOWNLOAD_MODEL,
-            "Download Model",
-            DownloadModelParams,
-            {ResultName.MANIFEST: _always("JSON: model key, files, and per file `downloaded` or `ready`.")},
+# One constant per job: its JobId member, its parameter class, its results. JOB_SPECS below collects them.
+DOWNLOAD_MODEL: JobSpec[DownloadModelParams] = JobSpec(
+    JobId.DOWNLOAD_MODEL,
+    "Download Model",
+    DownloadModelParams,
+    {ResultName.MANIFEST: _always("JSON: model key, files, and per file `downloaded` or `ready`.")},
+)
+DOWNLOAD_REQUIRED_MODELS: JobSpec[DownloadRequiredModelsParams] = JobSpec(
+    JobId.DOWNLOAD_REQUIRED_MODELS,
+    "Download Required Models",
+    DownloadRequiredModelsParams,
+    {ResultName.MANIFEST: _always("JSON: for each model key, its files and per file `downloaded` or `ready`.")},
+)
+CONVERT_MODEL: JobSpec[ConvertModelParams] = JobSpec(
+    JobId.CONVERT_MODEL,
+    "Convert Model",
+    ConvertModelParams,
+    {
+        ResultName.CONVERSION: _always(
+            "JSON: the converted model's catalog key, file, size, SHA-256, its check against torch and "
+            "the time each stage took."
+        )
+    },
+)
+REMOVE_BACKGROUND: JobSpec[RemoveBackgroundParams] = JobSpec(
+    JobId.REMOVE_BACKGROUND,
+    "Remove Background",
+    RemoveBackgroundParams,
+    {
+        ResultName.FOREGROUND: ResultSpec(
+            "With output_kind=foreground: RGBA PNG at the input size (16-bit input stays 16-bit); or a "
+            "video/PNG sequence.",
+            when=lambda params: params.output_kind is OutputKind.FOREGROUND,
         ),
-        JobSpec(
-            JobId.DOWNLOAD_REQUIRED_MODELS,
-            "Download Required Models",
-            DownloadRequiredModelsParams,
-            {ResultName.MANIFEST: _always("JSON: for each model key, its files and per file `downloaded` or `ready`.")},
+        ResultName.ALPHA: ResultSpec(
+            "With output_kind=alpha: float32 single-channel EXR matte at the input size; or a grey "
+            "video/16-bit PNG sequence.",
+            when=lambda params: params.output_kind is OutputKind.ALPHA,
         ),
-        JobSpec(
-            JobId.CONVERT_MODEL,
-            "Convert Model",
-            ConvertModelParams,
-            {
-                ResultName.CONVERSION: _always(
-                    "JSON: the converted model's catalog key, file, size, SHA-256, its check against torch and "
-                    "the time each stage took."
-                )
-            },
+        **PROVENANCE,
+    },
+)
+UPSCALE_IMAGE: JobSpec[UpscaleImageParams] = JobSpec(
+    JobId.UPSCALE_IMAGE,
+    "Upscale Image",
+    UpscaleImageParams,
+    {
+        ResultName.UPSCALE: _always("PNG at scale × the input size, alpha kept; or a video/PNG sequence."),
+        **PROVENANCE,
+    },
+)
+REFINE_IMAGE_SELECTION: JobSpec[RefineImageSelectionParams] = JobSpec(
+    JobId.REFINE_IMAGE_SELECTION,
+    "Refine Selection",
+    RefineImageSelectionParams,
+    {
+        ResultName.ALPHA: _always("Single-channel 16-bit PNG matte at the input size."),
+        ResultName.CUTOUT: _always("RGBA PNG at the input size with the refined alpha."),
+        **PROVENANCE,
+    },
+)
+GENERATE_DEPTH_PLANE_GEOMETRY: JobSpec[DepthPlaneParams] = JobSpec(
+    JobId.GENERATE_DEPTH_PLANE_GEOMETRY,
+    "Convert to Depth Plane",
+    DepthPlaneParams,
+    {
+        ResultName.DEPTH: _always("Float32 EXR (ZIP): RGB = camera-space XYZ in metres, A = alpha × validity."),
+        ResultName.DEPTH_METADATA: _always("JSON: image size, pixel intrinsics fx fy cx cy, reference depth."),
+        ResultName.NORMAL: _always("RGB PNG at the input size, normals encoded (n + 1) / 2."),
+        **PROVENANCE,
+    },
+)
+GENERATE_CUTOUT_ARTIFACTS: JobSpec[CutoutParams] = JobSpec(
+    JobId.GENERATE_CUTOUT_ARTIFACTS,
+    "Cutout",
+    CutoutParams,
+    {
+        ResultName.CUTOUT: _always("RGBA PNG cropped to the selection bounds."),
+        ResultName.SELECTION_ALPHA: _always("Single-channel PNG matte of the selection, cropped likewise."),
+        ResultName.DEPTH: ResultSpec("With generate_depth: float32 EXR as for depth planes, cropped.", _wants_depth),
+        ResultName.DEPTH_METADATA: ResultSpec(
+            "With generate_depth: JSON as for depth planes, for the crop.", _wants_depth
         ),
-        JobSpec(
-            JobId.REMOVE_BACKGROUND,
-            "Remove Background",
-            RemoveBackgroundParams,
-            {
-                ResultName.FOREGROUND: ResultSpec(
-                    "With output_kind=foreground: RGBA PNG at the input size (16-bit input stays 16-bit); or a "
-                    "video/PNG sequence.",
-                    when=lambda params: params.output_kind is OutputKind.FOREGROUND,
-                ),
-                ResultName.ALPHA: ResultSpec(
-                    "With output_kind=alpha: float32 single-channel EXR matte at the input size; or a grey "
-                    "video/16-bit PNG sequence.",
-                    when=lambda params: params.output_kind is OutputKind.ALPHA,
-                ),
-                **PROVENANCE,
-            },
+        ResultName.NORMAL: ResultSpec("With a normal_mode: RGB PNG normal map, cropped.", _wants_normal),
+        ResultName.BACKGROUND: ResultSpec(
+            "With fill_behind: the clean plate, a PNG at the input size with the cut-out region (grown) inpainted.",
+            when=lambda params: params.fill_behind,
         ),
-        JobSpec(
-            JobId.UPSCALE_IMAGE,
-            "Upscale Image",
-            UpscaleImageParams,
-            {
-                ResultName.UPSCALE: _always("PNG at scale × the input size, alpha kept; or a video/PNG sequence."),
-                **PROVENANCE,
-            },
+        ResultName.BACKGROUND_DEPTH: ResultSpec(
+            "With fill_behind and depth or normals: float32 EXR as for depth planes, whole image, the depth "
+            "behind the cut-out filled from the surrounding background.",
+            _fills_behind_with_geometry,
         ),
-        JobSpec(
-            JobId.REFINE_IMAGE_SELECTION,
-            "Refine Selection",
-            RefineImageSelectionParams,
-            {
-                ResultName.ALPHA: _always("Single-channel 16-bit PNG matte at the input size."),
-                ResultName.CUTOUT: _always("RGBA PNG at the input size with the refined alpha."),
-                **PROVENANCE,
-            },
+        ResultName.BACKGROUND_DEPTH_METADATA: ResultSpec(
+            "With fill_behind and depth or normals: JSON as for depth planes, whole image.",
+            _fills_behind_with_geometry,
         ),
-        JobSpec(
-            JobId.GENERATE_DEPTH_PLANE_GEOMETRY,
-            "Convert to Depth Plane",
-            DepthPlaneParams,
-            {
-                ResultName.DEPTH: _always("Float32 EXR (ZIP): RGB = camera-space XYZ in metres, A = alpha × validity."),
-                ResultName.DEPTH_METADATA: _always("JSON: image size, pixel intrinsics fx fy cx cy, reference depth."),
-                ResultName.NORMAL: _always("RGB PNG at the input size, normals encoded (n + 1) / 2."),
-                **PROVENANCE,
-            },
+        ResultName.BACKGROUND_NORMAL: ResultSpec(
+            "With fill_behind and depth or normals: RGB PNG normal map as for depth planes, whole image, "
+            "the continued surface's normals behind the cut-out.",
+            _fills_behind_with_geometry,
         ),
-        JobSpec(
-            JobId.GENERATE_CUTOUT_ARTIFACTS,
-            "Cutout",
-            CutoutParams,
-            {
-                ResultName.CUTOUT: _always("RGBA PNG cropped to the selection bounds."),
-                ResultName.SELECTION_ALPHA: _always("Single-channel PNG matte of the selection, cropped likewise."),
-                ResultName.DEPTH: ResultSpec(
-                    "With generate_depth: float32 EXR as for depth planes, cropped.", _wants_depth
-                ),
-                ResultName.DEPTH_METADATA: ResultSpec(
-                    "With generate_depth: JSON as for depth planes, for the crop.", _wants_depth
-                ),
-                ResultName.NORMAL: ResultSpec("With a normal_mode: RGB PNG normal map, cropped.", _wants_normal),
-                ResultName.BACKGROUND: ResultSpec(
-                    "With fill_behind: the clean plate, a PNG at the input size with the cut-out region (grown) "
-                    "inpainted.",
-                    when=lambda params: params.fill_behind,
-                ),
-                ResultName.BACKGROUND_DEPTH: ResultSpec(
-                    "With fill_behind and depth or normals: float32 EXR as for depth planes, whole image, the depth "
-                    "behind the cut-out filled from the surrounding background.",
-                    _fills_behind_with_geometry,
-                ),
-                ResultName.BACKGROUND_DEPTH_METADATA: ResultSpec(
-                    "With fill_behind and depth or normals: JSON as for depth planes, whole image.",
-                    _fills_behind_with_geometry,
-                ),
-                ResultName.BACKGROUND_NORMAL: ResultSpec(
-                    "With fill_behind and depth or normals: RGB PNG normal map as for depth planes, whole image, "
-                    "the continued surface's normals behind the cut-out.",
-                    _fills_behind_with_geometry,
-                ),
-                **PROVENANCE,
-            },
+        **PROVENANCE,
+    },
+)
+INPAINT_IMAGE: JobSpec[InpaintImageParams] = JobSpec(
+    JobId.INPAINT_IMAGE,
+    "Inpaint",
+    InpaintImageParams,
+    {
+        ResultName.INPAINT: _always(
+            "RGB(A) PNG at the input size: the masked region filled, every other pixel unchanged."
         ),
-        JobSpec(
-            JobId.INPAINT_IMAGE,
-            "Inpaint",
-            InpaintImageParams,
-            {
-                ResultName.INPAINT: _always(
-                    "RGB(A) PNG at the input size: the masked region filled, every other pixel unchanged."
-                ),
-                **PROVENANCE,
-            },
+        **PROVENANCE,
+    },
+)
+GENERATE_MULTIVIEW_CAMERAS: JobSpec[MultiviewParams] = JobSpec(
+    JobId.GENERATE_MULTIVIEW_CAMERAS,
+    "Multi-view Cameras",
+    MultiviewParams,
+    {
+        ResultName.CAMERAS: _always(
+            "JSON: per frame, world-to-camera 3×4 extrinsics and pixel intrinsics at source size."
         ),
-        JobSpec(
-            JobId.GENERATE_MULTIVIEW_CAMERAS,
-            "Multi-view Cameras",
-            MultiviewParams,
-            {
-                ResultName.CAMERAS: _always(
-                    "JSON: per frame, world-to-camera 3×4 extrinsics and pixel intrinsics at source size."
-                ),
-                ResultName.DEPTH: _always(
-                    "NPZ: float32 depth [frames, height, width] in the model's units, with confidence."
-                ),
-                ResultName.POINTS: ResultSpec(
-                    "With points or export=colmap: PLY (binary little-endian), x y z float32 in the cameras' world, "
-                    "red green blue uchar.",
-                    _wants_points,
-                ),
-                ResultName.COLMAP: ResultSpec(
-                    "With export=colmap: ZIP of a COLMAP text model (sparse/0/cameras.txt, images.txt, "
-                    "points3D.txt) and images/.",
-                    _wants_colmap,
-                ),
-                **PROVENANCE,
-            },
+        ResultName.DEPTH: _always("NPZ: float32 depth [frames, height, width] in the model's units, with confidence."),
+        ResultName.POINTS: ResultSpec(
+            "With points or export=colmap: PLY (binary little-endian), x y z float32 in the cameras' world, "
+            "red green blue uchar.",
+            _wants_points,
         ),
-        *(
-            JobSpec(
-                job_id,
-                f"Debug {family}",
-                DebugParams,
-                {
-                    ResultName.RAW: _always("NPZ of the model's raw outputs and the post-processed frame."),
-                    ResultName.SUMMARY: _always("JSON: shapes, ranges, timing, provider used."),
-                    **PROVENANCE,
-                },
-            )
-            for job_id, family in (
-                (JobId.DEBUG_BEN2, "BEN2"),
-                (JobId.DEBUG_UPSCALE, "Upscaler"),
-                (JobId.DEBUG_MOGE, "MoGe-2"),
-                (JobId.DEBUG_DA3, "Depth Anything 3"),
-            )
+        ResultName.COLMAP: ResultSpec(
+            "With export=colmap: ZIP of a COLMAP text model (sparse/0/cameras.txt, images.txt, "
+            "points3D.txt) and images/.",
+            _wants_colmap,
         ),
+        **PROVENANCE,
+    },
+)
+
+
+def _debug(job_id: JobId, model: str) -> JobSpec[DebugParams]:
+    return JobSpec(
+        job_id,
+        f"Debug {model}",
+        DebugParams,
+        {
+            ResultName.RAW: _always("NPZ of the model's raw outputs and the post-processed frame."),
+            ResultName.SUMMARY: _always("JSON: shapes, ranges, timing, provider used."),
+            **PROVENANCE,
+        },
     )
+
+
+DEBUG_BEN2 = _debug(JobId.DEBUG_BEN2, "BEN2")
+DEBUG_UPSCALE = _debug(JobId.DEBUG_UPSCALE, "Upscaler")
+DEBUG_MOGE = _debug(JobId.DEBUG_MOGE, "MoGe-2")
+DEBUG_DA3 = _debug(JobId.DEBUG_DA3, "Depth Anything 3")
+
+# Every job: the constants above, in their order (tests/server/test_handler.py: one per JobId, each with a runner).
+JOB_SPECS: dict[JobId, JobSpec[Any]] = {
+    value.id: value for value in list(globals().values()) if isinstance(value, JobSpec)
 }
 
 
-def job_spec(job_id: str) -> JobSpec:
+def job_spec(job_id: str) -> JobSpec[Any]:
     """Look a job up by id; unknown ids are an InputError listing the valid ones."""
     from .errors import InputError
 

@@ -10,10 +10,13 @@ serves several jobs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Generic, TypeVar
+
+P = TypeVar("P")
+P_contra = TypeVar("P_contra", contravariant=True)  # a spec for any parameters serves a job of every kind
 
 
 class ResultName(StrEnum):
@@ -58,7 +61,7 @@ BACKGROUND_GEOMETRY = GeometryResults(
 
 
 @dataclass(frozen=True)
-class ResultSpec:
+class ResultSpec(Generic[P_contra]):
     """One result of a job: what the file holds, and when a successful run returns it.
 
     `when` is None for a result every successful run returns; otherwise the result is there exactly when
@@ -67,21 +70,21 @@ class ResultSpec:
     """
 
     description: str
-    when: Callable[[Any], bool] | None = None
+    when: Callable[[P_contra], bool] | None = None
     by_handler: bool = False
 
     @property
     def optional(self) -> bool:
         return self.when is not None or self.by_handler
 
-    def expected(self, parameters: Any) -> bool:
+    def expected(self, parameters: P_contra) -> bool:
         """Whether the job itself must return this result for these parameters."""
         if self.by_handler:
             return False
         return self.when is None or self.when(parameters)
 
 
-def expected_results(results: dict[ResultName, ResultSpec], parameters: Any) -> frozenset[ResultName]:
+def expected_results(results: Mapping[ResultName, ResultSpec[P]], parameters: P) -> frozenset[ResultName]:
     """The names a job must return (and the only ones it may) for these parsed parameters."""
     return frozenset(name for name, spec in results.items() if spec.expected(parameters))
 

@@ -10,8 +10,10 @@ from typing import Any
 
 from blendjob.server import _process_exists
 
+from .job_context import JobContext
 
-def job_status(context: Any) -> dict[str, Any]:
+
+def job_status(context: JobContext) -> dict[str, Any]:
     """What the job last published (state, progress, message), as `/jobs/{id}` serves it; {} when the
     context cannot say (a test's stand-in context). Missing hook: JobContext has no public read-back.
     """
@@ -19,7 +21,7 @@ def job_status(context: Any) -> dict[str, Any]:
     return dict(snapshot()) if callable(snapshot) else {}
 
 
-def published_fraction(context: Any) -> float:
+def published_fraction(context: JobContext) -> float:
     """The progress fraction the job last published (0 when the context cannot say)."""
     return float(job_status(context).get("progress", 0.0))
 

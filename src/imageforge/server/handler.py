@@ -20,7 +20,7 @@ import contextlib
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from blendjob.server import JobCancelled
 
@@ -28,19 +28,19 @@ from ..contract import ImageForgeError, InputError, JobId, JobSpec, ResourceExha
 from ..contract.byte_counts import folder_bytes
 from ..contract.errors import disk_full, disk_full_cause
 from ..contract.job_state import FailureKind, JobState
-from ..contract.results import ResultName
 from . import provenance
+from .job_context import JobContext, Runner
 from .job_folders import KEPT_FILES, clear_outputs, write_state
 
-Runner = Callable[[Any, Any], dict[ResultName, str]]
+P = TypeVar("P")
 
 
 class InvalidResultError(ImageForgeError):
     """A job returned results its spec does not declare, or files outside its own folder (a server bug)."""
 
 
-def make_handler(spec: JobSpec, run: Runner) -> Callable[[Any, dict[str, Any]], dict[str, str]]:
-    def handler(context: Any, raw_parameters: dict[str, Any]) -> dict[str, str]:
+def make_handler(spec: JobSpec[P], run: Runner[P]) -> Callable[[JobContext, dict[str, Any]], dict[str, str]]:
+    def handler(context: JobContext, raw_parameters: dict[str, Any]) -> dict[str, str]:
         directory = Path(context.directory)
         write_state(directory, JobState.RUNNING)
         try:
@@ -84,7 +84,7 @@ def runner_name(job_id: JobId) -> str:
     return f"run_{job_id.value.replace('-', '_')}"
 
 
-def check_result_names(spec: JobSpec, parameters: Any, result: Any) -> None:
+def check_result_names(spec: JobSpec[P], parameters: P, result: object) -> None:
     """The job returned exactly the results its spec declares for these parameters (provenance is added here)."""
     if not isinstance(result, dict):
         raise InvalidResultError(f"{spec.label} returned no result files; this is a bug in ImageForge.")
@@ -101,7 +101,7 @@ def check_result_names(spec: JobSpec, parameters: Any, result: Any) -> None:
         raise InvalidResultError(f"{spec.label} {' and '.join(problems)}; this is a bug in ImageForge.")
 
 
-def check_result(directory: Path, result: Any) -> dict[str, str]:
+def check_result(directory: Path, result: object) -> dict[str, str]:
     """Every result entry must name an existing regular file inside the job folder."""
     if not isinstance(result, dict):
         raise InvalidResultError("The job returned no result files.")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract.provenance import FILE, RESULT_KEY, ModelRun, Provenance
+from .job_context import JobContext
 from .media import write_json
 
 _ADAPTERS = "_imageforge_adapters"  # kept on the job's BlendJob context for the job's lifetime
@@ -21,18 +22,18 @@ _WARNINGS = "_imageforge_device_warnings"
 _INPUT_WARNINGS = "_imageforge_input_warnings"
 
 
-def record(context: Any, adapter: Any) -> None:
+def record(context: JobContext, adapter: Any) -> None:
     _list(context, _ADAPTERS).append(adapter)
 
 
-def note_warning(context: Any, message: str) -> None:
+def note_warning(context: JobContext, message: str) -> None:
     """Keep a device warning for the job's provenance (once, however often the job hears it)."""
     warnings = _list(context, _WARNINGS)
     if message not in warnings:
         warnings.append(message)
 
 
-def note_input_warning(context: Any, message: str) -> None:
+def note_input_warning(context: JobContext, message: str) -> None:
     """Keep a warning about what a model was given (once) for the job's provenance, and say it in the job's log."""
     warnings = _list(context, _INPUT_WARNINGS)
     if message not in warnings:
@@ -40,7 +41,7 @@ def note_input_warning(context: Any, message: str) -> None:
         context.log(message, level="WARNING")
 
 
-def collect(context: Any) -> Provenance:
+def collect(context: JobContext) -> Provenance:
     adapters = getattr(context, _ADAPTERS, None) or []
     models = tuple(
         ModelRun(
@@ -61,7 +62,7 @@ def collect(context: Any) -> Provenance:
     )
 
 
-def write(context: Any, directory: Path) -> dict[str, str]:
+def write(context: JobContext, directory: Path) -> dict[str, str]:
     """Write provenance.json for the models the job loaded; {} when it loaded none (downloads, flat cutouts)."""
     provenance = collect(context)
     if not provenance.models and not provenance.warnings and not provenance.input_warnings:
@@ -70,7 +71,7 @@ def write(context: Any, directory: Path) -> dict[str, str]:
     return {RESULT_KEY: FILE}
 
 
-def _list(context: Any, name: str) -> list[Any]:
+def _list(context: JobContext, name: str) -> list[Any]:
     values = getattr(context, name, None)
     if values is None:
         values = []

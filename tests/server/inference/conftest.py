@@ -19,7 +19,7 @@ def make_entry(key: str, family: Family, path: str = "model.onnx") -> ModelEntry
     return ModelEntry(
         key=key,
         family=family,
-        adapter=family.value,
+        adapter=family,
         label=key.replace("_", " ").title(),
         license="MIT",
         repository=f"kit/{key.lower()}",
@@ -32,21 +32,21 @@ def make_entry(key: str, family: Family, path: str = "model.onnx") -> ModelEntry
 @pytest.fixture
 def upscaler(storage_root: Path) -> ModelEntry:
     """A Real-ESRGAN-shaped kit model (output = 4x nearest upscale), stored as a download would be."""
-    entry = make_entry("KIT_UPSCALER", Family.UPSCALE)
+    entry = make_entry("KIT_UPSCALER", Family("upscale"))
     build_upscaler(file_path(storage_root, entry, entry.files[0]))
     return entry
 
 
 @pytest.fixture
 def upscaler_x2(storage_root: Path) -> ModelEntry:
-    entry = make_entry("KIT_UPSCALER_X2", Family.UPSCALE)
+    entry = make_entry("KIT_UPSCALER_X2", Family("upscale"))
     build_upscaler(file_path(storage_root, entry, entry.files[0]), scale=2)
     return entry
 
 
 @pytest.fixture
 def ben2(storage_root: Path) -> ModelEntry:
-    entry = make_entry("KIT_BEN2", Family.BACKGROUND, "onnx/model_fp16.onnx")
+    entry = make_entry("KIT_BEN2", Family("background"), "onnx/model_fp16.onnx")
     build_ben2(file_path(storage_root, entry, entry.files[0]), size=32)
     return entry
 
@@ -54,7 +54,7 @@ def ben2(storage_root: Path) -> ModelEntry:
 @pytest.fixture
 def ben2_fp16(storage_root: Path) -> ModelEntry:
     """A BEN2-shaped kit model with fp16 weights and arithmetic, stored as the published fp16 file would be."""
-    entry = make_entry("KIT_BEN2_FP16", Family.BACKGROUND, "onnx/model_fp16.onnx")
+    entry = make_entry("KIT_BEN2_FP16", Family("background"), "onnx/model_fp16.onnx")
     build_ben2_fp16(file_path(storage_root, entry, entry.files[0]))
     return entry
 

@@ -33,14 +33,14 @@ class EchoAdapter(Adapter):
     """The smallest adapter: one input, the fake session's `output = 2 * input`."""
 
     name: ClassVar[str] = "kit-echo"
-    family = Family.UPSCALE
+    family = Family("upscale")
 
 
 def test_a_run_time_fallback_reaches_the_result_and_the_servers_snapshot(storage_root, fake_runtime, tmp_path):
     runtime = fake_runtime("Windows", DML)
     runtime.module.fail_run[DML] = [RuntimeException("887A0005 device removed")]
     models = ModelManager(storage_root, detect=lambda: runtime, threads=1)
-    entry = make_entry("KIT_ECHO", Family.UPSCALE)
+    entry = make_entry("KIT_ECHO", Family("upscale"))
     entry = replace(entry, adapter="kit-echo")
     path = storage_root / "models" / entry.directory / entry.files[0].path
     path.parent.mkdir(parents=True)

@@ -25,7 +25,7 @@ def rgb() -> np.ndarray:
 
 
 def test_reads_names_size_and_fp16_output_from_the_session(make_adapter, rgb):
-    entry = kit_entry("RENAMED_BEN2", Family.BACKGROUND, "ben2", normalization="none")
+    entry = kit_entry("RENAMED_BEN2", Family("background"), "ben2", normalization="none")
     adapter = make_adapter(
         entry, lambda path: build_ben2(path, size=64, input_name="pixel_values", output_name="matte_logits")
     )
@@ -43,8 +43,10 @@ def test_imagenet_normalisation_is_applied_before_the_model(make_adapter):
     def threshold(path):
         return build_ben2(path, size=64, function="threshold")  # 1 where the model's red input > 0.5
 
-    imagenet = make_adapter(kit_entry("BEN2_IMAGENET", Family.BACKGROUND, "ben2", normalization="imagenet"), threshold)
-    plain = make_adapter(kit_entry("BEN2_PLAIN", Family.BACKGROUND, "ben2", normalization="none"), threshold)
+    imagenet = make_adapter(
+        kit_entry("BEN2_IMAGENET", Family("background"), "ben2", normalization="imagenet"), threshold
+    )
+    plain = make_adapter(kit_entry("BEN2_PLAIN", Family("background"), "ben2", normalization="none"), threshold)
     rgb = np.zeros((64, 64, 3), dtype=np.float32)
     rgb[:, :32, 0] = 0.55  # (0.55 - 0.485) / 0.229 = 0.28: below the threshold once normalised
     rgb[:, 32:, 0] = 0.70  # (0.70 - 0.485) / 0.229 = 0.94: above it either way
@@ -58,7 +60,7 @@ def test_imagenet_normalisation_is_applied_before_the_model(make_adapter):
 
 def test_matte_comes_back_at_the_source_size_in_place(make_adapter):
     adapter = make_adapter(
-        kit_entry("BEN2_THRESHOLD", Family.BACKGROUND, "ben2", normalization="none"),
+        kit_entry("BEN2_THRESHOLD", Family("background"), "ben2", normalization="none"),
         lambda path: build_ben2(path, size=64, function="threshold"),
     )
     rgb = np.zeros((48, 96, 3), dtype=np.float32)
@@ -75,7 +77,8 @@ def test_matte_comes_back_at_the_source_size_in_place(make_adapter):
 
 def test_source_alpha_multiplies_the_matte(make_adapter, rgb):
     adapter = make_adapter(
-        kit_entry("BEN2_ALPHA", Family.BACKGROUND, "ben2", normalization="none"), lambda path: build_ben2(path, size=64)
+        kit_entry("BEN2_ALPHA", Family("background"), "ben2", normalization="none"),
+        lambda path: build_ben2(path, size=64),
     )
     source_alpha = np.tile(np.linspace(0.0, 1.0, 64, dtype=np.float32), (64, 1))
     alpha = adapter.matte(rgb, (64, 64), source_alpha, last_run=True)
@@ -85,21 +88,22 @@ def test_source_alpha_multiplies_the_matte(make_adapter, rgb):
 
 def test_a_flat_matte_is_kept_rather_than_stretched(make_adapter):
     adapter = make_adapter(
-        kit_entry("BEN2_FLAT", Family.BACKGROUND, "ben2", normalization="none"), lambda path: build_ben2(path, size=64)
+        kit_entry("BEN2_FLAT", Family("background"), "ben2", normalization="none"),
+        lambda path: build_ben2(path, size=64),
     )
     white = np.ones((40, 40, 3), dtype=np.float32)
     np.testing.assert_allclose(adapter.matte(white, (40, 40), None, last_run=True), 1.0, atol=1e-3)
 
 
 def test_unknown_normalisation_is_a_catalog_error(make_adapter):
-    entry = kit_entry("BEN2_ODD", Family.BACKGROUND, "ben2", normalization="zscore")
+    entry = kit_entry("BEN2_ODD", Family("background"), "ben2", normalization="zscore")
     with pytest.raises(ModelUnavailableError, match="normalization 'zscore'"):
         make_adapter(entry, lambda path: build_ben2(path, size=64))
 
 
 def test_postprocessing_resizes_bilinearly_then_stretches_like_ben2_py(make_adapter):
     """BEN2.py: F.interpolate(bilinear, align_corners=False) to the source size, then min–max over the result."""
-    adapter = make_adapter(kit_entry("BEN2_POST", Family.BACKGROUND, "ben2"), lambda path: build_ben2(path, size=32))
+    adapter = make_adapter(kit_entry("BEN2_POST", Family("background"), "ben2"), lambda path: build_ben2(path, size=32))
     raw = np.array([[0.2, 0.6], [0.4, 0.8]], np.float32)[None, None]
     weights = np.array([0.0, 0.25, 0.75, 1.0])  # half-pixel source positions -0.25, 0.25, 0.75, 1.25, clamped
     expected = (2 * weights[None, :] + weights[:, None]) / 3  # the stretched corners are 0, 2/3, 1/3, 1
@@ -116,12 +120,12 @@ def test_a_declared_final_sigmoid_is_checked_in_the_file(make_adapter):
     def with_sigmoid(path):
         return build_ben2(path, size=32, final_sigmoid=True)
 
-    entry = kit_entry("BEN2_SIGMOID", Family.BACKGROUND, "ben2", final_activation="sigmoid")
+    entry = kit_entry("BEN2_SIGMOID", Family("background"), "ben2", final_activation="sigmoid")
     checked = make_adapter(entry, with_sigmoid)
     assert checked.matte(np.full((32, 32, 3), 0.5, np.float32), (32, 32), None, last_run=True).shape == (32, 32)
     with pytest.raises(ModelUnavailableError, match="does not end in a sigmoid .its output comes from Conv"):
         make_adapter(
-            kit_entry("BEN2_LOGITS", Family.BACKGROUND, "ben2", final_activation="sigmoid"),
+            kit_entry("BEN2_LOGITS", Family("background"), "ben2", final_activation="sigmoid"),
             lambda path: build_ben2(path, size=32),
         )
 
@@ -130,7 +134,7 @@ def test_the_model_input_is_a_lanczos_resize_even_when_enlarging(make_adapter):
     """BEN2.py resizes with PIL's Lanczos both ways; bicubic when enlarging made the matte differ at edges."""
     from PIL import Image as PILImage
 
-    adapter = make_adapter(kit_entry("BEN2_PRE", Family.BACKGROUND, "ben2", normalization="none"), build_ben2)
+    adapter = make_adapter(kit_entry("BEN2_PRE", Family("background"), "ben2", normalization="none"), build_ben2)
     rgb = np.random.default_rng(3).random((20, 30, 3), dtype=np.float32)
     lanczos = np.stack(
         [

@@ -23,7 +23,7 @@ COLOURS = np.array([[0.2, 0.4, 0.6], [0.9, 0.1, 0.3], [0.5, 0.5, 0.5]], np.float
 
 def da3(make_adapter, key: str, **options) -> DepthAnything3Adapter:
     build = options.pop("build", {})
-    adapter = make_adapter(kit_entry(key, Family.MULTIVIEW, "da3", **options), lambda path: build_da3(path, **build))
+    adapter = make_adapter(kit_entry(key, Family("multiview"), "da3", **options), lambda path: build_da3(path, **build))
     assert isinstance(adapter, DepthAnything3Adapter)
     return adapter
 
@@ -92,7 +92,7 @@ def test_depth_only_exports_run_view_by_view(make_adapter, size, options, expect
 
 def test_a_model_that_is_not_da3_is_refused(make_adapter):
     with pytest.raises(ModelUnavailableError, match="does not look like a Depth Anything 3 export"):
-        make_adapter(kit_entry("NOT_DA3", Family.MULTIVIEW, "da3"), lambda path: build_moge2(path))
+        make_adapter(kit_entry("NOT_DA3", Family("multiview"), "da3"), lambda path: build_moge2(path))
 
 
 @pytest.mark.parametrize(

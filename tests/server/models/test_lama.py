@@ -16,7 +16,7 @@ FILL = np.array(LAMA_FILL, np.float32)
 
 
 def test_odd_sizes_are_padded_to_multiples_of_32_and_cropped_back(make_adapter):
-    adapter = make_adapter(kit_entry("KIT_LAMA", Family.INPAINT, "lama"), build_lama)
+    adapter = make_adapter(kit_entry("KIT_LAMA", Family("inpaint"), "lama"), build_lama)
     assert isinstance(adapter, LamaAdapter) and adapter.fixed_size is None
     rgb = np.random.default_rng(2).random((37, 45, 3), dtype=np.float32)
     hole = np.zeros((37, 45), bool)
@@ -29,7 +29,7 @@ def test_odd_sizes_are_padded_to_multiples_of_32_and_cropped_back(make_adapter):
 
 
 def test_a_fixed_size_export_gets_the_image_resized_to_its_input(make_adapter):
-    adapter = make_adapter(kit_entry("KIT_LAMA_512", Family.INPAINT, "lama"), lambda path: build_lama(path, size=64))
+    adapter = make_adapter(kit_entry("KIT_LAMA_512", Family("inpaint"), "lama"), lambda path: build_lama(path, size=64))
     assert adapter.fixed_size == (64, 64)
     rgb = np.full((50, 90, 3), 0.5, np.float32)
     hole = np.zeros((50, 90), bool)
@@ -42,4 +42,4 @@ def test_a_fixed_size_export_gets_the_image_resized_to_its_input(make_adapter):
 
 def test_a_model_without_the_four_channel_input_is_refused(make_adapter):
     with pytest.raises(ModelUnavailableError, match="does not look like a LaMa export"):
-        make_adapter(kit_entry("NOT_LAMA", Family.INPAINT, "lama"), lambda path: build_ben2(path, size=32))
+        make_adapter(kit_entry("NOT_LAMA", Family("inpaint"), "lama"), lambda path: build_ben2(path, size=32))

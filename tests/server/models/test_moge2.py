@@ -22,7 +22,7 @@ def rgb() -> np.ndarray:
 
 
 def moge(make_adapter, key: str = "KIT_MOGE2", **build) -> MoGe2Adapter:
-    adapter = make_adapter(kit_entry(key, Family.GEOMETRY, "moge2"), lambda path: build_moge2(path, **build))
+    adapter = make_adapter(kit_entry(key, Family("geometry"), "moge2"), lambda path: build_moge2(path, **build))
     assert isinstance(adapter, MoGe2Adapter)
     return adapter
 
@@ -93,7 +93,7 @@ def test_an_export_without_a_normal_head_gets_normals_from_its_points(make_adapt
         onnx.save(model, str(path))
         return path
 
-    adapter = make_adapter(kit_entry("MOGE_NO_NORMAL", Family.GEOMETRY, "moge2"), without_normal)
+    adapter = make_adapter(kit_entry("MOGE_NO_NORMAL", Family("geometry"), "moge2"), without_normal)
     assert "normal" not in adapter.outputs
     result = adapter.analyse(rgb, max_input_size=2048, resolution_level=9)
     expected = moge2_reference(1, 48, 64, **KNOWN)["normal"][0]
@@ -123,4 +123,4 @@ def test_an_empty_mask_is_a_clear_error(make_adapter, rgb):
 
 def test_a_model_that_is_not_moge_is_refused(make_adapter):
     with pytest.raises(ModelUnavailableError, match="does not look like a MoGe-2 export"):
-        make_adapter(kit_entry("NOT_MOGE", Family.GEOMETRY, "moge2"), lambda path: build_ben2(path, size=32))
+        make_adapter(kit_entry("NOT_MOGE", Family("geometry"), "moge2"), lambda path: build_ben2(path, size=32))

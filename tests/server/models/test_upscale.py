@@ -39,7 +39,7 @@ def collect(adapter, pixels, plan, **kwargs) -> np.ndarray:
 @pytest.fixture
 def blur_upscaler(make_adapter):
     def make(margin: int = RADIUS, **options):
-        entry = kit_entry(f"BLUR_{margin}", Family.UPSCALE, "upscale", tile_margin=margin, tile_blend=4, **options)
+        entry = kit_entry(f"BLUR_{margin}", Family("upscale"), "upscale", tile_margin=margin, tile_blend=4, **options)
         return make_adapter(entry, lambda path: build_upscaler(path, receptive_radius=RADIUS))
 
     return make
@@ -86,7 +86,7 @@ def test_alpha_comes_back_as_the_luma_of_the_models_clamped_channels(make_adapte
     """Real-ESRGAN's own code clamps the alpha's RGB output to [0, 1], then makes it grey with
     0.299 R + 0.587 G + 0.114 B (cv2 BGR2GRAY): neither the plain mean nor the luma of unclamped channels."""
     gains = (2.0, 0.5, 0.25)
-    entry = kit_entry("GAINS", Family.UPSCALE, "upscale", tile_margin=0, tile_blend=4)
+    entry = kit_entry("GAINS", Family("upscale"), "upscale", tile_margin=0, tile_blend=4)
     adapter = make_adapter(entry, lambda path: build_upscaler(path, channel_gains=gains))
     alpha = np.linspace(0.0, 1.0, 48 * 64, dtype=np.float32).reshape(48, 64, 1)
     out = collect(adapter, np.concatenate([image, alpha], axis=2), adapter.plan(48, 64, scale=4, tile_size=24))
@@ -140,11 +140,13 @@ def test_values_are_clamped(blur_upscaler):
 
 
 def test_scale_comes_from_the_catalog_or_a_probe(make_adapter):
-    probed = make_adapter(kit_entry("X2_PROBED", Family.UPSCALE, "upscale"), lambda path: build_upscaler(path, scale=2))
+    probed = make_adapter(
+        kit_entry("X2_PROBED", Family("upscale"), "upscale"), lambda path: build_upscaler(path, scale=2)
+    )
     assert probed.model_scale == 2 and probed.runs == 1
     with pytest.raises(InputError, match="upscales 2×; choose scale 2"):
         probed.plan(16, 16, scale=4)
-    declared = make_adapter(kit_entry("X4_DECLARED", Family.UPSCALE, "upscale", scale=4), build_upscaler)
+    declared = make_adapter(kit_entry("X4_DECLARED", Family("upscale"), "upscale", scale=4), build_upscaler)
     assert declared.model_scale == 4 and declared.runs == 0
 
 
@@ -163,7 +165,7 @@ def test_tile_size_is_the_core_each_run_keeps(blur_upscaler):
 
 
 def test_the_memory_budget_decides_the_tile_size(make_adapter):
-    entry = kit_entry("BUDGET", Family.UPSCALE, "upscale", tile_memory_mib=512)
+    entry = kit_entry("BUDGET", Family("upscale"), "upscale", tile_memory_mib=512)
     adapter = make_adapter(entry, build_upscaler)
     limit = math.isqrt(512 * 1024 * 1024 // 16384) // 8 * 8  # 176 px with the default (heavy-model) estimate
     small = adapter.plan(100, 140, scale=4)
@@ -171,7 +173,7 @@ def test_the_memory_budget_decides_the_tile_size(make_adapter):
     large = adapter.plan(300, 200, scale=4)
     assert max(large.grid.largest_run) <= limit and large.tile_count > 1
     light = make_adapter(
-        kit_entry("LIGHT", Family.UPSCALE, "upscale", tile_memory_mib=512, tile_bytes_per_pixel=1024), build_upscaler
+        kit_entry("LIGHT", Family("upscale"), "upscale", tile_memory_mib=512, tile_bytes_per_pixel=1024), build_upscaler
     )
     assert light.plan(300, 200, scale=4).tile_count == 1  # a model that states a small footprint gets one tile
 

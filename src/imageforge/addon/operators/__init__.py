@@ -1,29 +1,21 @@
-"""ImageForge's operators: BlendJob job operators for each tool, the selection drawer, model management, job files."""
+"""ImageForge's operators: BlendJob job operators for each tool, the selection drawer, model management, job files.
+
+Every module of this package that defines `CLASSES` contributes its operators, so a new tool is a new module:
+no list to extend here. The classes' `listings` and `selection_action` (listing.py) say where each appears;
+the menus, the Tools panel and Draw Selection's actions are derived from them.
+"""
 
 from __future__ import annotations
 
-from . import (
-    batch_jobs,
-    camera_path,
-    draw_selection,
-    frame_jobs,
-    geometry_jobs,
-    image_jobs,
-    job_files,
-    menus,
-    models,
-    parallax,
-)
+import importlib
+import pkgutil
 
-CLASSES: tuple[type, ...] = (
-    *image_jobs.CLASSES,
-    *frame_jobs.CLASSES,
-    *batch_jobs.CLASSES,
-    *geometry_jobs.CLASSES,
-    *parallax.CLASSES,
-    *camera_path.CLASSES,
-    *models.CLASSES,
-    *job_files.CLASSES,
-    *draw_selection.CLASSES,
-    *menus.CLASSES,
+from . import draw_selection, listing
+
+CLASSES: tuple[type, ...] = tuple(
+    cls
+    for module in pkgutil.iter_modules(__path__)
+    for cls in getattr(importlib.import_module(f"{__name__}.{module.name}"), "CLASSES", ())
 )
+listing.collect(CLASSES)
+draw_selection.declare_actions()

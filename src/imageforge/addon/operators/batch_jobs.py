@@ -25,6 +25,7 @@ from .availability import server_reason
 from .batch import BatchJobOperator
 from .frame_jobs import steady_edges_property
 from .image_jobs import scale_property
+from .listing import Listing, Surface
 
 NO_TEXTURES = "Select objects whose materials use image textures"
 NO_STRIPS = "Select movie or image strips in the Video Sequencer"
@@ -46,6 +47,7 @@ class IMAGEFORGE_OT_upscale_textures(BatchJobOperator, bpy.types.Operator):
     """Upscale every image texture of the selected objects' materials; each image is replaced in place"""
 
     bl_idname = "imageforge.upscale_textures"
+    listings = (Listing(Surface.TOOLS_MENU, 70, "TEXTURE"),)
     bl_label = "Upscale Textures of Selected Objects"
     job_id = JobId.UPSCALE_IMAGE
     item_noun = "Texture"
@@ -70,7 +72,7 @@ class IMAGEFORGE_OT_upscale_textures(BatchJobOperator, bpy.types.Operator):
         return {
             "input": str(job_input_path(image, self.temporary_directory() / str(index))),
             "scale": int(self.scale),
-            "model": preferences.job_model(preferences.get_preferences(), Family.UPSCALE),
+            "model": preferences.job_model(preferences.get_preferences(), Family("upscale")),
             **self.common_parameters(),
         }
 
@@ -89,6 +91,7 @@ class IMAGEFORGE_OT_remove_background_strips(BatchJobOperator, bpy.types.Operato
     """Remove the background of every selected movie or image strip; each gets a new strip with alpha above it"""
 
     bl_idname = "imageforge.remove_background_strips"
+    listings = (Listing(Surface.STRIP_MENU, 30, "SEQ_STRIP_DUPLICATE"),)
     bl_label = "Remove Background of Selected Strips"
     job_id = JobId.REMOVE_BACKGROUND
     item_noun = "Strip"
@@ -117,7 +120,7 @@ class IMAGEFORGE_OT_remove_background_strips(BatchJobOperator, bpy.types.Operato
             "sequence_output": SequenceOutput.PNG_SEQUENCE.value,
             "output_kind": OutputKind.FOREGROUND.value,
             "steady_edges": self.steady_edges,
-            "model": preferences.job_model(preferences.get_preferences(), Family.BACKGROUND),
+            "model": preferences.job_model(preferences.get_preferences(), Family("background")),
             **self.common_parameters(),
         }
 

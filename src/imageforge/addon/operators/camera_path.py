@@ -85,7 +85,7 @@ class IMAGEFORGE_OT_camera_path_from_video(ImageForgeJobOperator, bpy.types.Oper
             "frame_step": self.frame_step,
             "max_frames": self.max_frames,
             "windowed": self.windowed,
-            "model": preferences.job_model(prefs, Family.MULTIVIEW),
+            "model": preferences.job_model(prefs, Family("multiview")),
             "device": preferences.job_device(prefs).value,
         }
 

@@ -2,7 +2,8 @@
 
 A modal operator: left-drag draws, release finishes, right-click or Esc cancels. Each mouse position is turned
 into image pixels at once (ImagePicker), so the result is independent of later view changes; the pixel
-geometry itself is in scene/selection.py. On release it runs Refine Selection or Cutout with the selection.
+geometry itself is in scene/selection.py. On release it runs the tool its `action` names with the selection:
+each tool that runs on a selection declares its action (operators/listing.py SelectionAction).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..scene.selection import (
     view_to_pixel,
 )
 from .availability import poll_with_reason, tool_reason
+from .listing import Listing, Surface, selection_action, selection_actions
 
 Picker = Callable[[float, float], Point | None]  # region pixel → image pixel, None when off the image
 OUTLINE_COLOUR = (1.0, 0.55, 0.1, 1.0)  # the selection being drawn: orange, as Blender's own active outlines
@@ -106,11 +108,8 @@ class IMAGEFORGE_OT_draw_selection(bpy.types.Operator):
     bl_label = "Draw Selection"
     bl_options = {"REGISTER"}
 
-    action: bpy.props.EnumProperty(
-        name="Action",
-        items=(("REFINE", "Refine Selection", ""), ("CUTOUT", "Cutout", ""), ("PARALLAX", "Parallax Shot", "")),
-        default="REFINE",
-    )
+    # action: the tools that declare a selection_action (declare_actions, once every operator module is imported)
+    listings = (Listing(Surface.TOOLS_PANEL, 30, "SELECT_SET"),)
     shape: bpy.props.EnumProperty(
         name="Shape", items=(("BOX", "Box", "Drag a rectangle"), ("LASSO", "Lasso", "Drag a freehand outline"))
     )
@@ -185,14 +184,25 @@ class IMAGEFORGE_OT_draw_selection(bpy.types.Operator):
         if selection is None:
             self.report({"WARNING"}, "The selection is too small; drag a larger region on the image")
             return {"CANCELLED"}
+        tool = selection_action(self.action)
         arguments = {"image_name": self._image.name, "selection": json.dumps(selection)}
-        if self.action == "REFINE":
-            bpy.ops.imageforge.refine_selection("EXEC_DEFAULT", **arguments)
-        elif self.action == "PARALLAX":
-            bpy.ops.imageforge.parallax_shot("EXEC_DEFAULT", **arguments)
-        else:
-            bpy.ops.imageforge.cutout("EXEC_DEFAULT", displace=self.displace, **arguments)
+        arguments.update({name: getattr(self, name) for name in tool.action.forwards})
+        category, name = tool.idname.split(".")
+        getattr(getattr(bpy.ops, category), name)("EXEC_DEFAULT", **arguments)
         return {"FINISHED"}
+
+    @staticmethod
+    def draw_tool(layout: bpy.types.UILayout, _context: bpy.types.Context) -> None:
+        """The Tools panel's selection tools: a row per tool (and variant) with a Box and a Lasso button."""
+        for tool in selection_actions():
+            for row_spec in tool.action.panel_rows:
+                row = layout.row(align=True)
+                row.label(text=row_spec.title)
+                for shape, icon in (("BOX", "SELECT_SET"), ("LASSO", "MOD_CURVE")):
+                    operator = row.operator(IMAGEFORGE_OT_draw_selection.bl_idname, text="", icon=icon)
+                    operator.action, operator.shape = tool.action.key, shape
+                    for option, value in row_spec.options.items():
+                        setattr(operator, option, value)
 
     def draw_overlay(self) -> None:
         outline = outline_points(self._screen_points, self.shape)
@@ -224,6 +234,18 @@ def draw_outline(outline: list[tuple[float, float]]) -> None:
     gpu.state.blend_set("ALPHA")  # the polyline shader smooths its edges with alpha
     batch.draw(shader)
     gpu.state.blend_set("NONE")
+
+
+def declare_actions() -> None:
+    """Give Draw Selection its `action` enum: one item per tool with a selection_action, in their order (the
+    first is the default). Called by operators/__init__.py once every operator module is imported, before
+    registration reads the annotations."""
+    tools = selection_actions()
+    IMAGEFORGE_OT_draw_selection.__annotations__["action"] = bpy.props.EnumProperty(
+        name="Action",
+        items=tuple((tool.action.key, tool.action.label, "") for tool in tools),
+        default=tools[0].action.key,
+    )
 
 
 CLASSES = (IMAGEFORGE_OT_draw_selection,)

@@ -24,6 +24,7 @@ from ..scene.frame_sources import NO_FRAMES, FrameRange, FrameSource, find_frame
 from .availability import server_reason
 from .base import ImageForgeJobOperator
 from .image_jobs import scale_property
+from .listing import Listing, Surface
 
 
 def frames_reason(context: bpy.types.Context) -> str | None:
@@ -77,6 +78,7 @@ class IMAGEFORGE_OT_remove_background_frames(FrameTool, ImageForgeJobOperator, b
 a new PNG sequence with alpha beside the source"""
 
     bl_idname = "imageforge.remove_background_frames"
+    listings = (Listing(Surface.STRIP_MENU, 10, "IMAGE_RGB_ALPHA"),)
     bl_label = "Remove Background (Frames)"
     job_id = JobId.REMOVE_BACKGROUND
 
@@ -87,7 +89,7 @@ a new PNG sequence with alpha beside the source"""
             **self.frame_parameters(context),
             "steady_edges": self.steady_edges,
             "output_kind": OutputKind.FOREGROUND.value,
-            "model": preferences.job_model(preferences.get_preferences(), Family.BACKGROUND),
+            "model": preferences.job_model(preferences.get_preferences(), Family("background")),
         }
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
@@ -99,6 +101,7 @@ class IMAGEFORGE_OT_upscale_frames(FrameTool, ImageForgeJobOperator, bpy.types.O
 PNG sequence beside the source"""
 
     bl_idname = "imageforge.upscale_frames"
+    listings = (Listing(Surface.STRIP_MENU, 20, "FULLSCREEN_ENTER"),)
     bl_label = "Upscale (Frames)"
     job_id = JobId.UPSCALE_IMAGE
 
@@ -108,7 +111,7 @@ PNG sequence beside the source"""
         return {
             **self.frame_parameters(context),
             "scale": int(self.scale),
-            "model": preferences.job_model(preferences.get_preferences(), Family.UPSCALE),
+            "model": preferences.job_model(preferences.get_preferences(), Family("upscale")),
         }
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:

@@ -37,6 +37,7 @@ from ..scene.objects import camera_object, grid_mesh_object, placement, select_o
 from ..scene.pixels import read_data_file
 from .base import ImageForgeJobOperator
 from .image_jobs import ImageTool, parse_selection, selection_property, start_drawing
+from .listing import Listing, SelectionAction, SelectionRow, Surface
 
 CUTOUT_SIZE = 1.0  # metres along the longer side of a flat cutout
 
@@ -123,9 +124,9 @@ def cutout_models() -> dict[str, str]:
     """The models a generate-cutout-artifacts job runs (geometry, matte, clean plate), from the preferences."""
     prefs = preferences.get_preferences()
     return {
-        "geometry_model": preferences.job_model(prefs, Family.GEOMETRY),
-        "background_model": preferences.job_model(prefs, Family.BACKGROUND),
-        "inpaint_model": preferences.job_model(prefs, Family.INPAINT),
+        "geometry_model": preferences.job_model(prefs, Family("geometry")),
+        "background_model": preferences.job_model(prefs, Family("background")),
+        "inpaint_model": preferences.job_model(prefs, Family("inpaint")),
     }
 
 
@@ -158,6 +159,10 @@ class IMAGEFORGE_OT_depth_plane(DepthTearing, ImageTool, ImageForgeJobOperator, 
     """Turn the active image into a mesh displaced by estimated depth, with a camera that reproduces the photo"""
 
     bl_idname = "imageforge.depth_plane"
+    listings = (
+        Listing(Surface.TOOLS_MENU, 50, "MOD_DISPLACE"),
+        Listing(Surface.TOOLS_PANEL, 50, "MOD_DISPLACE", separated=True),
+    )
     bl_label = "Convert to Depth Plane"
     job_id = JobId.GENERATE_DEPTH_PLANE_GEOMETRY
 
@@ -168,7 +173,7 @@ class IMAGEFORGE_OT_depth_plane(DepthTearing, ImageTool, ImageForgeJobOperator, 
         return {
             **self.input_parameters(image),
             **geometry_parameters(),
-            "model": preferences.job_model(preferences.get_preferences(), Family.GEOMETRY),
+            "model": preferences.job_model(preferences.get_preferences(), Family("geometry")),
         }
 
     def land(self, context: bpy.types.Context, result: JobResult) -> str:
@@ -195,6 +200,14 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
     """Cut the drawn region out of the image as a mesh (flat or displaced by depth) with its own material"""
 
     bl_idname = "imageforge.cutout"
+    listings = (Listing(Surface.TOOLS_MENU, 40, "MOD_MASK"),)
+    selection_action = SelectionAction(
+        "CUTOUT",
+        "Cutout",
+        20,
+        forwards=("displace",),
+        rows=(SelectionRow("Cutout", {"displace": False}), SelectionRow("Cutout with Depth", {"displace": True})),
+    )
     bl_label = "Cutout"
     job_id = JobId.GENERATE_CUTOUT_ARTIFACTS
 

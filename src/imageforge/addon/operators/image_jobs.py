@@ -21,6 +21,7 @@ from ..scene.replace import matte_from_file, multiply_alpha, replace_from_file, 
 from ..scene.selection import refined_region
 from .availability import NO_IMAGE, tool_reason
 from .base import ImageForgeJobOperator
+from .listing import Listing, SelectionAction, Surface
 
 
 class ImageTool:
@@ -101,6 +102,7 @@ class IMAGEFORGE_OT_remove_background(ImageTool, ImageForgeJobOperator, bpy.type
 
     bl_idname = "imageforge.remove_background"
     bl_label = "Remove Background"
+    listings = (Listing(Surface.TOOLS_MENU, 10, "IMAGE_RGB_ALPHA"), Listing(Surface.TOOLS_PANEL, 10, "IMAGE_RGB_ALPHA"))
     job_id = JobId.REMOVE_BACKGROUND
 
     def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
@@ -111,7 +113,7 @@ class IMAGEFORGE_OT_remove_background(ImageTool, ImageForgeJobOperator, bpy.type
         return {
             **self.input_parameters(image),
             "output_kind": kind.value,
-            "model": preferences.job_model(preferences.get_preferences(), Family.BACKGROUND),
+            "model": preferences.job_model(preferences.get_preferences(), Family("background")),
         }
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
@@ -144,6 +146,10 @@ class IMAGEFORGE_OT_upscale_image(ImageTool, ImageForgeJobOperator, bpy.types.Op
 
     bl_idname = "imageforge.upscale_image"
     bl_label = "Upscale Image"
+    listings = (
+        Listing(Surface.TOOLS_MENU, 20, "FULLSCREEN_ENTER"),
+        Listing(Surface.TOOLS_PANEL, 20, "FULLSCREEN_ENTER"),
+    )
     job_id = JobId.UPSCALE_IMAGE
 
     scale: scale_property("4")
@@ -155,6 +161,17 @@ class IMAGEFORGE_OT_upscale_image(ImageTool, ImageForgeJobOperator, bpy.types.Op
             return cls.__doc__
         width, height = target_size(found.image, int(properties.scale))
         return f"Upscale '{found.image.name}' to {width} × {height} px; the result replaces it in place"
+
+    @staticmethod
+    def draw_tool(layout: bpy.types.UILayout, context: bpy.types.Context) -> None:
+        """The Tools panel's row: Upscale 2× and 4×, each with the size it makes."""
+        found = find_active_image(context)
+        row = layout.row(align=True)
+        for scale in (2, 4):
+            text = f"Upscale {scale}×"
+            if found is not None and found.image.size[0]:
+                text += " → {} × {}".format(*target_size(found.image, scale))
+            row.operator(IMAGEFORGE_OT_upscale_image.bl_idname, text=text, icon="FULLSCREEN_ENTER").scale = str(scale)
 
     def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
         if self.properties.is_property_set("scale"):  # the panel's buttons already show the size
@@ -173,7 +190,7 @@ class IMAGEFORGE_OT_upscale_image(ImageTool, ImageForgeJobOperator, bpy.types.Op
         return {
             **self.input_parameters(image),
             "scale": int(self.scale),
-            "model": preferences.job_model(preferences.get_preferences(), Family.UPSCALE),
+            "model": preferences.job_model(preferences.get_preferences(), Family("upscale")),
         }
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
@@ -192,6 +209,8 @@ class IMAGEFORGE_OT_refine_selection(ImageTool, ImageForgeJobOperator, bpy.types
 
     bl_idname = "imageforge.refine_selection"
     bl_label = "Refine Selection"
+    listings = (Listing(Surface.TOOLS_MENU, 30, "SELECT_SET"),)
+    selection_action = SelectionAction("REFINE", "Refine Selection", 10)
     job_id = JobId.REFINE_IMAGE_SELECTION
 
     selection: selection_property()
@@ -214,7 +233,7 @@ class IMAGEFORGE_OT_refine_selection(ImageTool, ImageForgeJobOperator, bpy.types
             **self.input_parameters(image),
             "selection": self._selection,
             "padding": self.padding,
-            "model": preferences.job_model(preferences.get_preferences(), Family.BACKGROUND),
+            "model": preferences.job_model(preferences.get_preferences(), Family("background")),
         }
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:

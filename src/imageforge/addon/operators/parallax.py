@@ -37,6 +37,7 @@ from .geometry_jobs import (
     torn_note,
 )
 from .image_jobs import ImageTool, parse_selection, selection_property, start_drawing
+from .listing import Listing, SelectionAction, Surface
 
 SIDEWAYS = 0.3  # the sideways part of the move, as a fraction of the forward part
 
@@ -53,6 +54,8 @@ class IMAGEFORGE_OT_parallax_shot(DepthTearing, ImageTool, ImageForgeJobOperator
     as a cutout in front of it, and a short dolly"""
 
     bl_idname = "imageforge.parallax_shot"
+    listings = (Listing(Surface.TOOLS_MENU, 60, "VIEW_CAMERA"),)
+    selection_action = SelectionAction("PARALLAX", "Parallax Shot", 30)
     bl_label = "Parallax Shot"
     job_id = JobId.GENERATE_CUTOUT_ARTIFACTS
 

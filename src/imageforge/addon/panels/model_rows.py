@@ -35,7 +35,7 @@ def format_size(size: int | None) -> str:
 def model_rows(catalog: Catalog, storage_root: Path) -> list[ModelRow]:
     """Rows grouped by family (catalog family order), each family's default first."""
     rows = []
-    for family in Family:
+    for family in (item.key for item in catalog.families):
         entries = sorted((entry for entry in catalog.models if entry.family == family), key=lambda e: not e.default)
         for entry in entries:
             ready = files_present(storage_root, entry)

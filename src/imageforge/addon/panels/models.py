@@ -25,9 +25,9 @@ class ModelsPanel:
         for row in model_rows(source, storage_root()):
             if row.family not in boxes:
                 boxes[row.family] = self.layout.box()
-                boxes[row.family].label(text=row.family.value.title())
+                boxes[row.family].label(text=row.family.title())
             self.draw_model(boxes[row.family], row)
-        cameras = boxes.get(Family.MULTIVIEW) or self.layout.box()
+        cameras = boxes.get(Family("multiview")) or self.layout.box()
         cameras.operator("imageforge.prepare_camera_model", text="Prepare DA3 camera model…", icon="CAMERA_DATA")
 
     @staticmethod

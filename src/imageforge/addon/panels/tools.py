@@ -7,7 +7,7 @@ import bpy
 from ..operators.availability import NO_IMAGE, tool_reason, video_reason
 from ..operators.batch_jobs import texture_reason
 from ..operators.camera_path import SCENE_PROPERTY
-from ..operators.image_jobs import target_size
+from ..operators.listing import Surface, listed
 from ..scene.active_image import find_active_image
 from ..scene.video_source import active_clip
 from .sidebar import in_both_sidebars
@@ -25,10 +25,7 @@ class ToolsPanel:
         reason = tool_reason(context)
         column = layout.column(align=True)
         column.enabled = reason is None
-        self.draw_image_tools(column, found)
-        self.draw_selection_tools(column)
-        column.separator()
-        column.operator("imageforge.depth_plane", icon="MOD_DISPLACE")
+        self.draw_listed_tools(column, context)
         self.draw_batch_tools(layout, context)
         if reason is not None and found is not None:
             layout.label(text=reason, icon="INFO")
@@ -43,14 +40,17 @@ class ToolsPanel:
         layout.label(text=f"{found.image.name} · {width} × {height}", icon="IMAGE_DATA")
 
     @staticmethod
-    def draw_image_tools(layout: bpy.types.UILayout, found) -> None:
-        layout.operator("imageforge.remove_background", icon="IMAGE_RGB_ALPHA")
-        row = layout.row(align=True)
-        for scale in (2, 4):
-            text = f"Upscale {scale}×"
-            if found is not None and found.image.size[0]:
-                text += " → {} × {}".format(*target_size(found.image, scale))
-            row.operator("imageforge.upscale_image", text=text, icon="FULLSCREEN_ENTER").scale = str(scale)
+    def draw_listed_tools(layout: bpy.types.UILayout, context: bpy.types.Context) -> None:
+        """Every tool listed on the Tools panel (operators/listing.py), in its order: a button, or the rows the
+        operator draws itself (`draw_tool`: Upscale's 2×/4× row, Draw Selection's box and lasso rows)."""
+        for tool in listed(Surface.TOOLS_PANEL):
+            if tool.listing.separated:
+                layout.separator()
+            draw = getattr(tool.operator, "draw_tool", None)
+            if draw is not None:
+                draw(layout, context)
+            else:
+                layout.operator(tool.idname, icon=tool.listing.icon)
 
     @staticmethod
     def draw_batch_tools(layout: bpy.types.UILayout, context: bpy.types.Context) -> None:
@@ -63,20 +63,6 @@ class ToolsPanel:
             row.operator("imageforge.upscale_textures", text=text, icon="TEXTURE").scale = scale
         if reason is not None:
             layout.label(text=reason, icon="INFO")
-
-    @staticmethod
-    def draw_selection_tools(layout: bpy.types.UILayout) -> None:
-        for title, action, displace in (
-            ("Refine Selection", "REFINE", False),
-            ("Cutout", "CUTOUT", False),
-            ("Cutout with Depth", "CUTOUT", True),
-            ("Parallax Shot", "PARALLAX", False),
-        ):
-            row = layout.row(align=True)
-            row.label(text=title)
-            for shape, icon in (("BOX", "SELECT_SET"), ("LASSO", "MOD_CURVE")):
-                operator = row.operator("imageforge.draw_selection", text="", icon=icon)
-                operator.action, operator.shape, operator.displace = action, shape, displace
 
     @staticmethod
     def draw_video_tools(layout: bpy.types.UILayout, context: bpy.types.Context) -> None:

@@ -9,11 +9,11 @@ the next attempt.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from blendjob.server import JobCancelled
 
 from ...contract.catalog import ModelEntry
+from ..job_context import JobContext, resource_of
 from .failures import DownloadCancelled
 from .install import ensure_models
 from .sources import DownloadSources
@@ -22,7 +22,7 @@ RESOURCE = "downloads"
 
 
 def download_into_job(
-    context: Any, entries: list[ModelEntry], *, within: tuple[float, float] = (0.0, 1.0)
+    context: JobContext, entries: list[ModelEntry], *, within: tuple[float, float] = (0.0, 1.0)
 ) -> dict[str, dict[str, str]]:
     """Make `entries` ready inside any job (an image job fetching its missing model), with its progress.
 
@@ -35,7 +35,7 @@ def download_into_job(
         context.progress(start + (end - start) * fraction, message)
 
     try:
-        sources: DownloadSources = context.resource(RESOURCE)
+        sources = resource_of(context, RESOURCE, DownloadSources)
     except KeyError:  # a server built without the resource still downloads, from the hub first
         sources = DownloadSources()
     try:
@@ -52,7 +52,7 @@ def download_into_job(
     return outcome
 
 
-def cancel_requested(context: Any) -> bool:
+def cancel_requested(context: JobContext) -> bool:
     """BlendJob's public cancellation check raises; the download loop wants a yes or no between chunks."""
     try:
         context.check_cancelled()

@@ -8,14 +8,13 @@ stderr and Blender ends the operator with a WARNING report.
 
 from __future__ import annotations
 
-from typing import Any
-
 from .. import provenance
 from ..blendjob_compat import published_fraction
+from ..job_context import JobContext
 from .runner import Warn
 
 
-def job_warner(context: Any) -> Warn:
+def job_warner(context: JobContext) -> Warn:
     """A `warn` callback for ModelManager.acquire that writes into BlendJob's `context`."""
 
     def warn(message: str) -> None:
@@ -26,6 +25,6 @@ def job_warner(context: Any) -> Warn:
     return warn
 
 
-def current_fraction(context: Any) -> float:
+def current_fraction(context: JobContext) -> float:
     """The fraction the job last published (0 when the context cannot say), to report a new message at."""
     return published_fraction(context)

@@ -213,7 +213,7 @@ class ModelManager:
             device_warnings = list(self._device_warnings)
         loaded = tuple(
             LoadedModel(
-                family=family.value,
+                family=family,
                 model=session.request.name,
                 requested_device=key.device.value,
                 device=created.device.value,

@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ...contract import ResourceExhaustedError
-from ...contract.catalog import Family
 from ...contract.jobs import DebugParams
 from ...contract.results import ResultName
+from ..job_context import JobContext
 from ..media import Image, open_input, write_json, write_npz
 from ..models import Adapter
 from .model_loading import log_model_time, prepare_adapter
@@ -28,14 +28,14 @@ DEBUG_MAX_PIXELS = 4096 * 4096
 
 
 def start_debug(
-    context: Any, params: DebugParams, family: Family, expect: type[A]
+    context: JobContext, params: DebugParams, expect: type[A]
 ) -> tuple[JobProgress, A, Image, dict[str, float]]:
     """The start every still-image debug job shares: check the input, load the model, read the image, time it."""
     progress = JobProgress(context)
     source = open_input(params.input, still_only=True)  # headers only: a bad file fails before any download
     check_debug_size(source.path.name, source.width, source.height)
     started = time.perf_counter()
-    adapter = prepare_adapter(context, progress, params.model, family, params.device, expect)
+    adapter = prepare_adapter(context, progress, params.model, params.device, expect)
     timings = {"load": time.perf_counter() - started}
     progress.stage(0.08, "Reading input")
     started = time.perf_counter()
@@ -55,7 +55,7 @@ def check_debug_size(name: str, width: int, height: int) -> None:
 
 
 def write_debug_outputs(
-    context: Any,
+    context: JobContext,
     progress: JobProgress,
     adapter: Adapter,
     image: Image,

@@ -17,12 +17,12 @@ import time
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ...contract.jobs import SequenceOutput
 from ...contract.results import ResultName
+from ..job_context import JobContext
 from ..media import Frame, MediaSource, PngSequenceWriter, VideoWriter, plan_video_output
 from .frame_cache import FrameCache, frame_key
 from .progress import JobProgress
@@ -33,7 +33,7 @@ DEFAULT_FRAME_RATE = Fraction(24)
 
 
 def stream_frames(
-    context: Any,
+    context: JobContext,
     progress: JobProgress,
     source: MediaSource,
     *,
@@ -121,7 +121,7 @@ def stream_frames(
     return {result: path.name}
 
 
-def _finish(context: Any, cache: FrameCache | None, timing: _FrameTiming) -> None:
+def _finish(context: JobContext, cache: FrameCache | None, timing: _FrameTiming) -> None:
     if cache is not None and cache.stale_frames:
         context.log(
             f"The input changed since an earlier run of this job cached {cache.stale_frames} frame(s) of it; "

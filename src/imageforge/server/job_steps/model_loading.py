@@ -7,12 +7,13 @@ A missing model is downloaded inside the job first; its bytes and speed fill the
 from __future__ import annotations
 
 import time
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ...contract import Device, ModelUnavailableError
-from ...contract.catalog import Family, load_catalog
+from ...contract.catalog import load_catalog
 from ..inference import current_fraction
 from ..inference.cpu_copy import copy_note, is_copy
+from ..job_context import JobContext
 from ..models import Adapter, load_adapter
 from .progress import DOWNLOAD_END, JobProgress
 
@@ -20,16 +21,17 @@ A = TypeVar("A", bound=Adapter)
 
 
 def prepare_adapter(
-    context: Any, progress: JobProgress, model: str | None, family: Family, device: Device, expect: type[A]
+    context: JobContext, progress: JobProgress, model: str | None, device: Device, expect: type[A]
 ) -> A:
-    """Resolve the catalog entry (null: the family default), fetch it if missing, and load its adapter,
-    which must be an `expect` (a custom catalog can name any adapter of the family)."""
+    """Resolve the catalog entry of `expect`'s family (null: the family default), fetch it if missing, and load
+    its adapter, which must be an `expect` (a custom catalog can name any adapter of the family)."""
     progress.stage(current_fraction(context), "Preparing model")  # a job's second model keeps the bar where it is
+    family = expect.family
     entry = load_catalog(storage_root=context.storage_root).resolve(model, family)
     adapter = load_adapter(context, entry, device, download_until=DOWNLOAD_END)
     if not isinstance(adapter, expect):
         raise ModelUnavailableError(
-            f"{entry.label} ({entry.adapter}) cannot run this job; choose another {family.value} model."
+            f"{entry.label} ({entry.adapter}) cannot run this job; choose another {family} model."
         )
     graph = adapter.handle.graph
     copy = f" from its fp32 CPU copy {graph.name}" if is_copy(graph) else ""
@@ -45,7 +47,7 @@ def prepare_adapter(
     return adapter
 
 
-def log_model_time(context: Any, progress: JobProgress, adapter: Adapter) -> None:
+def log_model_time(context: JobContext, progress: JobProgress, adapter: Adapter) -> None:
     """The job log's last word on inference: provider that ran (after any fallback), runs, model vs job time."""
     model_seconds = getattr(adapter, "model_seconds", 0.0)
     runs = getattr(adapter, "runs", 0)

@@ -9,16 +9,16 @@ cancelled job stops at the next tile or frame.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from ...contract.job_state import WRITING_PROGRESS
+from ..job_context import JobContext
 
 RUN_START, RUN_END, WRITING = 0.1, 0.95, WRITING_PROGRESS
 DOWNLOAD_END = 0.07  # where an in-job model download ends: before "Reading input" (0.08) and RUN_START
 
 
 class JobProgress:
-    def __init__(self, context: Any):
+    def __init__(self, context: JobContext):
         self.context = context
         self.started = time.perf_counter()
 

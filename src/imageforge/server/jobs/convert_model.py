@@ -20,13 +20,12 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
 
 from blendjob.server import JobCancelled
 
 from ...contract import ResourceExhaustedError
 from ...contract.conversions import Conversion, ConverterEnvironment, load_conversions
-from ...contract.jobs import ConvertModelParams
+from ...contract.jobs import CONVERT_MODEL, ConvertModelParams
 from ...contract.model_files import models_root, remember_hash
 from ...contract.results import ResultName
 from ..conversion.environment import ensure_environment, ready_python, uv_step
@@ -34,6 +33,8 @@ from ..conversion.exporter import export_model
 from ..conversion.local_catalog import register
 from ..conversion.process import ProcessCancelled
 from ..downloads.job_download import cancel_requested, download_into_job
+from ..job_context import JobContext, JobResults
+from ..job_runners import runs
 from ..media import write_json
 
 RESULT = "conversion.json"
@@ -41,7 +42,8 @@ ENVIRONMENT_END, DOWNLOAD_END, EXPORT_END = 0.30, 0.50, 0.95
 MARGIN_BYTES = 500 * 1000**2
 
 
-def run_convert_model(context: Any, params: ConvertModelParams) -> dict[ResultName, str]:
+@runs(CONVERT_MODEL)
+def run_convert_model(context: JobContext, params: ConvertModelParams) -> JobResults:
     conversions = load_conversions()
     conversion = conversions.get(params.model)
     storage = Path(context.storage_root)

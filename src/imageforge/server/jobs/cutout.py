@@ -22,17 +22,23 @@ edge is anti-aliased instead of stair-stepped; a box gets its exact pixel covera
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ...contract import InputError
-from ...contract.catalog import Family
-from ...contract.jobs import INPAINT_INPUT_SIZE_DEFAULT, REFINE_PADDING_DEFAULT, CutoutParams, NormalMode
+from ...contract.jobs import (
+    GENERATE_CUTOUT_ARTIFACTS,
+    INPAINT_INPUT_SIZE_DEFAULT,
+    REFINE_PADDING_DEFAULT,
+    CutoutParams,
+    NormalMode,
+)
 from ...contract.parameters import Selection
 from ...contract.results import BACKGROUND_GEOMETRY, ResultName
 from ..geometry.depth_fill import fill_depth_behind
 from ..geometry.frame import GeometryFrame
+from ..job_context import JobContext, JobResults
+from ..job_runners import runs
 from ..job_steps.geometry_analysis import analyse, geometry_rgb
 from ..job_steps.geometry_outputs import alpha_of, write_geometry
 from ..job_steps.hole_fill import ANALYSED_HOLE, clean_plate_weight, inpaint_pixels
@@ -51,7 +57,8 @@ from ..models.moge2 import MoGe2Adapter
 VISIBLE = 1.0 / 512  # a refined matte below this is invisible even in 8 bits: outside the crop
 
 
-def run_generate_cutout_artifacts(context: Any, params: CutoutParams) -> dict[ResultName, str]:
+@runs(GENERATE_CUTOUT_ARTIFACTS)
+def run_generate_cutout_artifacts(context: JobContext, params: CutoutParams) -> JobResults:
     source = open_input(params.input, still_only=True)
     size = (source.width, source.height)
     if params.selection is not None:
@@ -60,17 +67,13 @@ def run_generate_cutout_artifacts(context: Any, params: CutoutParams) -> dict[Re
     geometry_wanted = params.generate_depth or params.normal_mode is not NormalMode.NONE
     refiner = None
     if params.refine:
-        refiner = prepare_adapter(
-            context, progress, params.background_model, Family.BACKGROUND, params.device, Ben2Adapter
-        )
+        refiner = prepare_adapter(context, progress, params.background_model, params.device, Ben2Adapter)
     geometry = None
     if geometry_wanted:
-        geometry = prepare_adapter(
-            context, progress, params.geometry_model, Family.GEOMETRY, params.device, MoGe2Adapter
-        )
+        geometry = prepare_adapter(context, progress, params.geometry_model, params.device, MoGe2Adapter)
     inpainter = None
     if params.fill_behind:
-        inpainter = prepare_adapter(context, progress, params.inpaint_model, Family.INPAINT, params.device, LamaAdapter)
+        inpainter = prepare_adapter(context, progress, params.inpaint_model, params.device, LamaAdapter)
     progress.stage(0.08, "Reading input")
     image = source.read_still()
     pixels = display_pixels(image)

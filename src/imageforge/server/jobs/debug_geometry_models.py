@@ -13,16 +13,15 @@ attention-memory guard applies with its default budget) and keeps depth at the s
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 
 from ...contract import ResourceExhaustedError
-from ...contract.catalog import Family
-from ...contract.jobs import MEMORY_BUDGET_GIB_DEFAULT, DebugParams
-from ...contract.results import ResultName
+from ...contract.jobs import DEBUG_DA3, DEBUG_MOGE, MEMORY_BUDGET_GIB_DEFAULT, DebugParams
 from .. import provenance
 from ..geometry.attention import GIB
+from ..job_context import JobContext, JobResults
+from ..job_runners import runs
 from ..job_steps.debug_report import start_debug, write_debug_outputs
 from ..job_steps.model_loading import prepare_adapter
 from ..job_steps.progress import JobProgress
@@ -34,8 +33,9 @@ from ..models.moge2 import MoGe2Adapter
 DEBUG_RESOLUTION_LEVEL = 9
 
 
-def run_debug_moge(context: Any, params: DebugParams) -> dict[ResultName, str]:
-    progress, adapter, image, timings = start_debug(context, params, Family.GEOMETRY, MoGe2Adapter)
+@runs(DEBUG_MOGE)
+def run_debug_moge(context: JobContext, params: DebugParams) -> JobResults:
+    progress, adapter, image, timings = start_debug(context, params, MoGe2Adapter)
     rgb = over_black(display_pixels(image))
     progress.stage(0.1, "Running model")
     started = time.perf_counter()
@@ -69,11 +69,12 @@ def run_debug_moge(context: Any, params: DebugParams) -> dict[ResultName, str]:
     return write_debug_outputs(context, progress, adapter, image, arrays, timings, extra)
 
 
-def run_debug_da3(context: Any, params: DebugParams) -> dict[ResultName, str]:
+@runs(DEBUG_DA3)
+def run_debug_da3(context: JobContext, params: DebugParams) -> JobResults:
     source = open_input(params.input)
     progress = JobProgress(context)
     started = time.perf_counter()
-    adapter = prepare_adapter(context, progress, params.model, Family.MULTIVIEW, params.device, DepthAnything3Adapter)
+    adapter = prepare_adapter(context, progress, params.model, params.device, DepthAnything3Adapter)
     timings = {"load": time.perf_counter() - started}
     estimate = adapter.attention(source.frame_count)
     if estimate.bytes > MEMORY_BUDGET_GIB_DEFAULT * GIB:

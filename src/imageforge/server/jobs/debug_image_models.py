@@ -12,13 +12,12 @@ own scale; keep `max_input_size` small (the frame is stored as float32).
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 
-from ...contract.catalog import Family
-from ...contract.jobs import DebugParams
-from ...contract.results import ResultName
+from ...contract.jobs import DEBUG_BEN2, DEBUG_UPSCALE, DebugParams
+from ..job_context import JobContext, JobResults
+from ..job_runners import runs
 from ..job_steps.debug_report import start_debug, write_debug_outputs
 from ..job_steps.matte import analysed_rgb
 from ..media import fit_long_edge
@@ -27,8 +26,9 @@ from ..models.display import display_pixels
 from ..models.upscale import UpscaleAdapter
 
 
-def run_debug_ben2(context: Any, params: DebugParams) -> dict[ResultName, str]:
-    progress, adapter, image, timings = start_debug(context, params, Family.BACKGROUND, Ben2Adapter)
+@runs(DEBUG_BEN2)
+def run_debug_ben2(context: JobContext, params: DebugParams) -> JobResults:
+    progress, adapter, image, timings = start_debug(context, params, Ben2Adapter)
     pixels = display_pixels(image)
     progress.running(0.0, "Running model")
     started = time.perf_counter()
@@ -52,8 +52,9 @@ def run_debug_ben2(context: Any, params: DebugParams) -> dict[ResultName, str]:
     return write_debug_outputs(context, progress, adapter, image, arrays, timings, extra)
 
 
-def run_debug_upscale(context: Any, params: DebugParams) -> dict[ResultName, str]:
-    progress, adapter, image, timings = start_debug(context, params, Family.UPSCALE, UpscaleAdapter)
+@runs(DEBUG_UPSCALE)
+def run_debug_upscale(context: JobContext, params: DebugParams) -> JobResults:
+    progress, adapter, image, timings = start_debug(context, params, UpscaleAdapter)
     pixels = display_pixels(fit_long_edge(image, params.max_input_size))
     height, width = pixels.shape[:2]
     scale = adapter.model_scale

@@ -22,11 +22,10 @@ cancelled (server/handler.py), so a job never leaves a depth file without its me
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from ...contract.catalog import Family
-from ...contract.jobs import DepthPlaneParams, NormalMode
-from ...contract.results import ResultName
+from ...contract.jobs import GENERATE_DEPTH_PLANE_GEOMETRY, DepthPlaneParams, NormalMode
+from ..job_context import JobContext, JobResults
+from ..job_runners import runs
 from ..job_steps.geometry_analysis import analyse, geometry_rgb
 from ..job_steps.geometry_outputs import alpha_of, write_geometry
 from ..job_steps.model_loading import log_model_time, prepare_adapter
@@ -37,10 +36,11 @@ from ..models.display import display_pixels
 from ..models.moge2 import MoGe2Adapter
 
 
-def run_generate_depth_plane_geometry(context: Any, params: DepthPlaneParams) -> dict[ResultName, str]:
+@runs(GENERATE_DEPTH_PLANE_GEOMETRY)
+def run_generate_depth_plane_geometry(context: JobContext, params: DepthPlaneParams) -> JobResults:
     source = open_input(params.input, still_only=True)  # headers only: a bad file fails before any download
     progress = JobProgress(context)
-    adapter = prepare_adapter(context, progress, params.model, Family.GEOMETRY, params.device, MoGe2Adapter)
+    adapter = prepare_adapter(context, progress, params.model, params.device, MoGe2Adapter)
     progress.stage(0.08, "Reading input")
     image = source.read_still()
     rgb = geometry_rgb(display_pixels(image), params.max_input_size)

@@ -10,28 +10,31 @@ CPU use would do it otherwise).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ...contract import ImageForgeError
 from ...contract.catalog import ModelEntry, load_catalog
-from ...contract.jobs import DownloadModelParams, DownloadRequiredModelsParams
+from ...contract.jobs import DOWNLOAD_MODEL, DOWNLOAD_REQUIRED_MODELS, DownloadModelParams, DownloadRequiredModelsParams
 from ...contract.results import ResultName
 from ..downloads.job_download import download_into_job
-from ..inference import current_fraction
+from ..inference import ModelManager, current_fraction
+from ..job_context import JobContext, JobResults, resource_of
+from ..job_runners import runs
 from ..media import write_json
 
 MANIFEST = "manifest.json"
 
 
-def run_download_model(context: Any, params: DownloadModelParams) -> dict[ResultName, str]:
+@runs(DOWNLOAD_MODEL)
+def run_download_model(context: JobContext, params: DownloadModelParams) -> JobResults:
     return _download(context, [params.model])
 
 
-def run_download_required_models(context: Any, params: DownloadRequiredModelsParams) -> dict[ResultName, str]:
+@runs(DOWNLOAD_REQUIRED_MODELS)
+def run_download_required_models(context: JobContext, params: DownloadRequiredModelsParams) -> JobResults:
     return _download(context, params.models)
 
 
-def _download(context: Any, keys: list[str] | None) -> dict[ResultName, str]:
+def _download(context: JobContext, keys: list[str] | None) -> dict[ResultName, str]:
     catalog = load_catalog(storage_root=context.storage_root)
     entries = [catalog.get(key) for key in keys] if keys is not None else list(catalog.defaults)
     outcome = download_into_job(context, entries)
@@ -40,11 +43,11 @@ def _download(context: Any, keys: list[str] | None) -> dict[ResultName, str]:
     return {ResultName.MANIFEST: MANIFEST}
 
 
-def prepare_for_cpu(context: Any, entries: list[ModelEntry]) -> None:
+def prepare_for_cpu(context: JobContext, entries: list[ModelEntry]) -> None:
     """On a CPU-only machine, derive the fp32 CPU copy of each fp16 model now (inference/cpu_copy.py): setup is
     where a wait is expected, the first job is not. A failure only moves that wait to the first job."""
     try:
-        manager = context.resource("models")
+        manager = resource_of(context, "models", ModelManager)
     except KeyError:  # a server built without the resource: first CPU use prepares the copy
         return
 

@@ -14,12 +14,12 @@ around the region is analysed (job_steps/hole_fill.py).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ...contract import InputError
-from ...contract.catalog import Family
-from ...contract.jobs import InpaintImageParams
+from ...contract.jobs import INPAINT_IMAGE, InpaintImageParams
 from ...contract.results import ResultName
+from ..job_context import JobContext, JobResults
+from ..job_runners import runs
 from ..job_steps.hole_fill import hole_crop, inpaint_pixels
 from ..job_steps.mask_image import open_mask, read_mask
 from ..job_steps.model_loading import log_model_time, prepare_adapter
@@ -30,7 +30,8 @@ from ..models.display import display_pixels
 from ..models.lama import LamaAdapter
 
 
-def run_inpaint_image(context: Any, params: InpaintImageParams) -> dict[ResultName, str]:
+@runs(INPAINT_IMAGE)
+def run_inpaint_image(context: JobContext, params: InpaintImageParams) -> JobResults:
     if (params.mask is None) == (params.selection is None):
         raise InputError("Give either 'mask' (a grey or alpha image) or 'selection' (a box or lasso), not both.")
     source = open_input(params.input, still_only=True)  # headers only: bad files fail before any download
@@ -41,7 +42,7 @@ def run_inpaint_image(context: Any, params: InpaintImageParams) -> dict[ResultNa
     elif params.selection is not None:  # always, given the check above
         check_overlap(params.selection, size)
     progress = JobProgress(context)
-    adapter = prepare_adapter(context, progress, params.model, Family.INPAINT, params.device, LamaAdapter)
+    adapter = prepare_adapter(context, progress, params.model, params.device, LamaAdapter)
     progress.stage(0.08, "Reading input")
     context.log(f"Input: {source.summary}")
     image = source.read_still()

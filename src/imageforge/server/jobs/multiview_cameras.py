@@ -28,19 +28,19 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ...contract import InputError, ModelUnavailableError, ResourceExhaustedError
 from ...contract.cameras import FrameCamera, MultiviewCameras
-from ...contract.catalog import Family
-from ...contract.jobs import MultiviewParams, SceneExport
+from ...contract.jobs import GENERATE_MULTIVIEW_CAMERAS, MultiviewParams, SceneExport
 from ...contract.results import ResultName
 from .. import provenance
 from ..geometry.alignment import align_windows
 from ..geometry.attention import GIB, AttentionEstimate
 from ..geometry.point_cloud import PointOptions
+from ..job_context import JobContext, JobResults
+from ..job_runners import runs
 from ..job_steps.model_loading import log_model_time, prepare_adapter
 from ..job_steps.progress import JobProgress
 from ..job_steps.reconstruction import AnalysedFrames, write_reconstruction
@@ -69,11 +69,12 @@ class Views:
     source_size: tuple[int, int]
 
 
-def run_generate_multiview_cameras(context: Any, params: MultiviewParams) -> dict[ResultName, str]:
+@runs(GENERATE_MULTIVIEW_CAMERAS)
+def run_generate_multiview_cameras(context: JobContext, params: MultiviewParams) -> JobResults:
     source = open_input(params.input)
     expected = selected_count(source, params.frame_step, params.max_frames)
     progress = JobProgress(context)
-    adapter = prepare_adapter(context, progress, params.model, Family.MULTIVIEW, params.device, DepthAnything3Adapter)
+    adapter = prepare_adapter(context, progress, params.model, params.device, DepthAnything3Adapter)
     if not adapter.has_cameras:
         raise ModelUnavailableError(
             f"{adapter.entry.label} predicts depth only; camera paths need a Depth Anything 3 model with cameras, "

@@ -12,11 +12,11 @@ The matte itself is job_steps/matte.py's `refine_alpha` (the cutout job's `refin
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from ...contract.catalog import Family
-from ...contract.jobs import RefineImageSelectionParams
+from ...contract.jobs import REFINE_IMAGE_SELECTION, RefineImageSelectionParams
 from ...contract.results import ResultName
+from ..job_context import JobContext, JobResults
+from ..job_runners import runs
 from ..job_steps.matte import refine_alpha, write_with_alpha
 from ..job_steps.model_loading import log_model_time, prepare_adapter
 from ..job_steps.progress import JobProgress
@@ -26,12 +26,13 @@ from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels
 
 
-def run_refine_image_selection(context: Any, params: RefineImageSelectionParams) -> dict[ResultName, str]:
+@runs(REFINE_IMAGE_SELECTION)
+def run_refine_image_selection(context: JobContext, params: RefineImageSelectionParams) -> JobResults:
     progress = JobProgress(context)
     source = open_input(params.input, still_only=True)
     # A bad file or a selection off the image fails before any model download.
     selection_region(params.selection, (source.width, source.height), params.padding)
-    adapter = prepare_adapter(context, progress, params.model, Family.BACKGROUND, params.device, Ben2Adapter)
+    adapter = prepare_adapter(context, progress, params.model, params.device, Ben2Adapter)
     progress.stage(0.08, "Reading input")
     image = source.read_still()
     pixels = display_pixels(image)

@@ -14,13 +14,13 @@ frame's where the picture did not move (job_steps/steady_edges.py).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from ...contract.catalog import Family
-from ...contract.jobs import JobId, OutputKind, RemoveBackgroundParams
+from ...contract.jobs import REMOVE_BACKGROUND, JobId, OutputKind, RemoveBackgroundParams
 from ...contract.results import ResultName
+from ..job_context import JobContext, JobResults
+from ..job_runners import runs
 from ..job_steps.frame_cache import open_frame_cache
 from ..job_steps.frame_loop import Report, stream_frames
 from ..job_steps.matte import cut_out, with_alpha, write_with_alpha
@@ -32,11 +32,12 @@ from ..models.ben2 import Ben2Adapter
 from ..models.display import display_pixels
 
 
-def run_remove_background(context: Any, params: RemoveBackgroundParams) -> dict[ResultName, str]:
+@runs(REMOVE_BACKGROUND)
+def run_remove_background(context: JobContext, params: RemoveBackgroundParams) -> JobResults:
     progress = JobProgress(context)
     source = open_input(params.input)  # headers only: a bad file fails before any model download
     positions = None if source.kind is MediaKind.STILL else source.frame_range(params.first_frame, params.frame_count)
-    adapter = prepare_adapter(context, progress, params.model, Family.BACKGROUND, params.device, Ben2Adapter)
+    adapter = prepare_adapter(context, progress, params.model, params.device, Ben2Adapter)
     progress.stage(0.08, "Reading input")
     context.log(f"Input: {source.summary}")
     directory = Path(context.directory)

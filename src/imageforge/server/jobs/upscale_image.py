@@ -9,13 +9,13 @@ assembled one at a time. Results keep the source's depth (16-bit stays 16-bit) a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from ...contract.catalog import Family
-from ...contract.jobs import JobId, UpscaleImageParams
+from ...contract.jobs import UPSCALE_IMAGE, JobId, UpscaleImageParams
 from ...contract.results import ResultName
+from ..job_context import JobContext, JobResults
+from ..job_runners import runs
 from ..job_steps.frame_cache import open_frame_cache
 from ..job_steps.frame_loop import Report, stream_frames
 from ..job_steps.model_loading import log_model_time, prepare_adapter
@@ -28,11 +28,12 @@ from ..models.upscale import UpscaleAdapter, UpscalePlan
 OVERLAP_WARNING = 2.0  # work ratio above which a user-chosen tile size is worth a warning
 
 
-def run_upscale_image(context: Any, params: UpscaleImageParams) -> dict[ResultName, str]:
+@runs(UPSCALE_IMAGE)
+def run_upscale_image(context: JobContext, params: UpscaleImageParams) -> JobResults:
     progress = JobProgress(context)
     source = open_input(params.input)  # headers only: a bad file fails before any model download
     positions = None if source.kind is MediaKind.STILL else source.frame_range(params.first_frame, params.frame_count)
-    adapter = prepare_adapter(context, progress, params.model, Family.UPSCALE, params.device, UpscaleAdapter)
+    adapter = prepare_adapter(context, progress, params.model, params.device, UpscaleAdapter)
     progress.stage(0.08, "Reading input")
     context.log(f"Input: {source.summary}")
     width, height = fit_long_edge_size((source.width, source.height), params.max_input_size)

@@ -19,8 +19,9 @@ from ...contract.catalog import Family, ModelEntry
 from ...contract.model_files import model_status
 from .. import provenance
 from ..downloads.job_download import download_into_job
-from ..inference import SessionHandle, current_fraction, job_warner
+from ..inference import ModelManager, SessionHandle, current_fraction, job_warner
 from ..inference.devices import resolve_device
+from ..job_context import JobContext, resource_of
 
 _REGISTRY: dict[str, type[Adapter]] = {}
 
@@ -69,18 +70,23 @@ class Adapter:
         return self.handle.device
 
 
+def registered_adapters() -> dict[str, type[Adapter]]:
+    """Every adapter this version has, by the catalog's `adapter` id."""
+    return dict(_REGISTRY)
+
+
 def adapter_class(entry: ModelEntry) -> type[Adapter]:
     try:
         cls = _REGISTRY[entry.adapter]
     except KeyError:
         raise ModelUnavailableError(f"{entry.label} needs an adapter ({entry.adapter}) this version lacks.") from None
     if cls.family != entry.family:
-        raise ModelUnavailableError(f"{entry.label}: adapter {entry.adapter} serves {cls.family.value} models.")
+        raise ModelUnavailableError(f"{entry.label}: adapter {entry.adapter} serves {cls.family} models.")
     return cls
 
 
 def load_adapter(
-    context: Any,
+    context: JobContext,
     entry: ModelEntry,
     device: Device,
     *,
@@ -94,7 +100,7 @@ def load_adapter(
     storage_root = Path(context.storage_root)
     if not model_status(storage_root, entry).ready:
         download_for_job(context, entry, until=download_until)
-    manager = context.resource("models")
+    manager = resource_of(context, "models", ModelManager)
     context.progress(current_fraction(context), f"Loading {entry.label}")
     resolved = resolve_device(device, manager.runtime).device
     options = dict(cls.coreml_options) if resolved is Device.COREML else None
@@ -125,7 +131,7 @@ def _damaged_or(error: ModelUnavailableError, storage_root: Path, entry: ModelEn
     )
 
 
-def download_for_job(context: Any, entry: ModelEntry, *, until: float = 1.0) -> None:
+def download_for_job(context: JobContext, entry: ModelEntry, *, until: float = 1.0) -> None:
     """Fetch a missing model inside the job that needs it, reporting bytes and speed in its message.
 
     The bar moves from where the job stands to `until` (never backwards, never into the share of the

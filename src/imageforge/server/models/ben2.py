@@ -38,7 +38,7 @@ FLAT_RANGE = 1e-6  # a matte whose values span less than this has no contrast to
 
 class Ben2Adapter(Adapter):
     name = "ben2"
-    family = Family.BACKGROUND
+    family = Family("background")
 
     def __init__(self, entry: ModelEntry, handle: SessionHandle):
         super().__init__(entry, handle)

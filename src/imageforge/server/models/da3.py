@@ -134,7 +134,7 @@ class ViewsResult:
 
 class DepthAnything3Adapter(Adapter):
     name: ClassVar[str] = "da3"
-    family: ClassVar[Family] = Family.MULTIVIEW
+    family: ClassVar[Family] = Family("multiview")
 
     def __init__(self, entry: ModelEntry, handle: SessionHandle) -> None:
         super().__init__(entry, handle)

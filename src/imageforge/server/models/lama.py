@@ -27,7 +27,7 @@ MULTIPLE = 32
 
 class LamaAdapter(Adapter):
     name = "lama"
-    family = Family.INPAINT
+    family = Family("inpaint")
 
     def __init__(self, entry: ModelEntry, handle: SessionHandle):
         super().__init__(entry, handle)

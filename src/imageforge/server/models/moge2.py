@@ -63,7 +63,7 @@ class MoGeResult:
 
 class MoGe2Adapter(Adapter):
     name: ClassVar[str] = "moge2"
-    family: ClassVar[Family] = Family.GEOMETRY
+    family: ClassVar[Family] = Family("geometry")
     # Dynamic H/W and num_tokens partitions fail inside CoreML; static-shape-only keeps them on CPU.
     coreml_options: ClassVar[dict[str, str]] = {"RequireStaticInputShapes": "1"}
 

@@ -65,7 +65,7 @@ class UpscalePlan:
 
 class UpscaleAdapter(Adapter):
     name = "upscale"
-    family = Family.UPSCALE
+    family = Family("upscale")
 
     def __init__(self, entry: ModelEntry, handle: SessionHandle):
         super().__init__(entry, handle)

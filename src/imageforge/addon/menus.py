@@ -1,9 +1,12 @@
 """The ImageForge submenu in the Image Editor's Image menu and the 3D Viewport's object context menu, and the
-frame tools in the Video Sequencer's strip context menu."""
+frame tools in the Video Sequencer's strip context menu: both list what the operators declare
+(operators/listing.py), in their order."""
 
 from __future__ import annotations
 
 import bpy
+
+from .operators.listing import Surface, listed
 
 MENUS = ("IMAGE_MT_image", "VIEW3D_MT_object_context_menu")
 
@@ -15,13 +18,8 @@ class IMAGEFORGE_MT_tools(bpy.types.Menu):
     def draw(self, _context: bpy.types.Context) -> None:
         layout = self.layout
         layout.operator_context = "INVOKE_REGION_WIN"
-        layout.operator("imageforge.remove_background", icon="IMAGE_RGB_ALPHA")
-        layout.operator("imageforge.upscale_image", icon="FULLSCREEN_ENTER")
-        layout.operator("imageforge.refine_selection", icon="SELECT_SET")
-        layout.operator("imageforge.cutout", icon="MOD_MASK")
-        layout.operator("imageforge.depth_plane", icon="MOD_DISPLACE")
-        layout.operator("imageforge.parallax_shot", icon="VIEW_CAMERA")
-        layout.operator("imageforge.upscale_textures", icon="TEXTURE")
+        for tool in listed(Surface.TOOLS_MENU):
+            layout.operator(tool.idname, icon=tool.listing.icon)
 
 
 def draw_submenu(self, _context: bpy.types.Context) -> None:
@@ -34,9 +32,8 @@ def draw_strip_entries(self, _context: bpy.types.Context) -> None:
     layout = self.layout
     layout.separator()
     layout.operator_context = "INVOKE_REGION_WIN"
-    layout.operator("imageforge.remove_background_frames", icon="IMAGE_RGB_ALPHA")
-    layout.operator("imageforge.upscale_frames", icon="FULLSCREEN_ENTER")
-    layout.operator("imageforge.remove_background_strips", icon="SEQ_STRIP_DUPLICATE")
+    for tool in listed(Surface.STRIP_MENU):
+        layout.operator(tool.idname, icon=tool.listing.icon)
 
 
 STRIP_MENU = "SEQUENCER_MT_context_menu"
