@@ -25,15 +25,15 @@ def test_every_family_has_an_adapter_and_every_adapter_a_family():
 def test_a_new_adapter_registers_itself_and_a_second_one_of_the_same_name_is_refused(monkeypatch):
     monkeypatch.setattr("imageforge.server.models.base._REGISTRY", dict(registered_adapters()))
 
-    class ThrowawayAdapter(Adapter):
-        name = "throwaway"
+    class RegistryProbeAdapter(Adapter):
+        name = "registry_probe"
         family = Family("background")
 
-    assert registered_adapters()["throwaway"] is ThrowawayAdapter
+    assert registered_adapters()["registry_probe"] is RegistryProbeAdapter
     with pytest.raises(TypeError, match="registered twice"):
 
         class Again(Adapter):
-            name = "throwaway"
+            name = "registry_probe"
             family = Family("background")
 
 
