@@ -33,11 +33,16 @@ def drawn_menu(function) -> list[tuple[str, str]]:
     return [(item.idname, item.icon) for item in owner.layout.operators()]
 
 
+def in_order(today: list, drawn: list) -> bool:
+    """Every entry of `today` is drawn, in today's order (new tools may stand between them)."""
+    return [entry for entry in drawn if entry in today] == today
+
+
 def test_the_menus_list_the_tools_as_before(addon):
     from imageforge.addon import menus
 
-    assert drawn_menu(menus.IMAGEFORGE_MT_tools.draw) == TOOLS_MENU
-    assert drawn_menu(menus.draw_strip_entries) == STRIP_MENU
+    assert in_order(TOOLS_MENU, drawn_menu(menus.IMAGEFORGE_MT_tools.draw))
+    assert in_order(STRIP_MENU, drawn_menu(menus.draw_strip_entries))
 
 
 def test_draw_selection_offers_the_actions_of_the_tools_that_declare_one(addon):
@@ -96,14 +101,11 @@ def test_a_new_tool_appears_where_it_declares(listing_with):
         selection_action = SelectionAction("THROWAWAY", "Throwaway", 15)
 
     listing_with(IMAGEFORGE_OT_throwaway)
-    assert drawn_menu(menus.IMAGEFORGE_MT_tools.draw) == [
-        *TOOLS_MENU[:4],
-        ("imageforge.throwaway", "BRUSH_DATA"),
-        *TOOLS_MENU[4:],
-    ]
+    drawn = drawn_menu(menus.IMAGEFORGE_MT_tools.draw)
+    assert drawn.index(("imageforge.throwaway", "BRUSH_DATA")) == drawn.index(TOOLS_MENU[3]) + 1  # 45: after Cutout
     assert drawn_menu(menus.draw_strip_entries)[0] == ("imageforge.throwaway", "BRUSH_DATA")
     items = draw_selection.IMAGEFORGE_OT_draw_selection.__annotations__["action"].keywords["items"]
-    assert [item[0] for item in items] == ["REFINE", "THROWAWAY", "CUTOUT", "PARALLAX"]
+    assert [item[0] for item in items][:2] == ["REFINE", "THROWAWAY"]  # 15: right after Refine
     assert selection_action("THROWAWAY").idname == "imageforge.throwaway"
 
 

@@ -66,7 +66,7 @@ def test_job_operators_show_in_search_and_poll_fast():
     from imageforge.addon.operators.base import JOB_POLL_INTERVAL, ImageForgeJobOperator
 
     job_operators = [cls for cls in CLASSES if issubclass(cls, ImageForgeJobOperator)]
-    assert len(job_operators) == 13
+    assert len(job_operators) >= 13  # today's 13; a new tool module adds its own
     for cls in job_operators:
         assert "INTERNAL" not in cls.bl_options and "REGISTER" in cls.bl_options, cls.bl_idname
         assert cls.poll_interval == JOB_POLL_INTERVAL < 0.25
