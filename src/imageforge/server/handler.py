@@ -115,7 +115,7 @@ def check_result(directory: Path, result: object) -> dict[str, str]:
     return dict(result)
 
 
-def _disk_ran_out(context: Any, spec: JobSpec, directory: Path, error: OSError) -> ImageForgeError:
+def _disk_ran_out(context: JobContext, spec: JobSpec[Any], directory: Path, error: OSError) -> ImageForgeError:
     """The outputs go first (they free the space the state marker and the log still need), then one sentence."""
     written = folder_bytes(directory, leaving_out=KEPT_FILES)
     folder = Path(error.filename).parent if isinstance(error.filename, str) else directory
