@@ -11,7 +11,7 @@ import pytest
 from job_server import run_job_operator
 from result_files import write_exr, write_json, write_png_gray16, write_png_rgb, write_png_rgba
 from scenes import image_object, load_photo, photo_pixels, undo_steps
-from test_depth_tearing import CARD, FAR, FX, FY, HEIGHT, NEAR, WIDTH, produce_two_layers, two_layers
+from two_layers import CARD, FAR, FX, FY, HEIGHT, NEAR, WIDTH, produce_two_layers, two_layers
 
 from imageforge.addon.scene.pixels import read_pixels
 from imageforge.contract.depth_metadata import DepthMetadata

@@ -6,24 +6,10 @@ import bpy
 import numpy as np
 import pytest
 from job_server import run_job_operator
-from result_files import write_exr, write_json, write_png_rgb
 from scenes import image_object, load_photo, photo_pixels
+from two_layers import FAR, FX, FY, HEIGHT, NEAR, WIDTH, produce_two_layers, two_layers
 
 from imageforge.addon.scene.depth_grid import TEAR_RATIO_DEFAULT, depth_grid
-from imageforge.contract.depth_metadata import DepthMetadata
-
-WIDTH, HEIGHT = 32, 24
-FX = FY = 30.0
-NEAR, FAR = 2.0, 5.0  # a card 2 m away in front of a wall 5 m away
-CARD = (slice(6, 18), slice(8, 20))  # rows, columns of the card in the depth map
-
-
-def two_layers(width: int = WIDTH, height: int = HEIGHT) -> np.ndarray:
-    """Camera-space points (OpenCV axes): a wall at FAR with a card at NEAR in front of it."""
-    ys, xs = np.mgrid[0:height, 0:width] + 0.5
-    z = np.full((height, width), FAR)
-    z[CARD] = NEAR
-    return np.stack([(xs - width / 2) * z / FX, (ys - height / 2) * z / FY, z], axis=-1).astype(np.float32)
 
 
 def layer_of_faces(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
@@ -70,16 +56,6 @@ def photo(job_server, tmp_path):
     image_object(image)
     bpy.ops.ed.undo_push(message="Scene ready")
     return image
-
-
-def produce_two_layers(parameters, directory):
-    depth = np.concatenate([two_layers(), np.ones((HEIGHT, WIDTH, 1), np.float32)], axis=-1)
-    write_exr(directory / "depth.exr", depth)
-    metadata = DepthMetadata((WIDTH, HEIGHT), (WIDTH, HEIGHT), FX, FY, WIDTH / 2, HEIGHT / 2, FAR)
-    write_json(directory / "depth.json", metadata.to_json())
-    normal = np.full((HEIGHT, WIDTH, 3), (0.5, 0.5, 0.0), np.float32)
-    write_png_rgb(directory / "normal.png", normal)
-    return {"depth": "depth.exr", "depth_metadata": "depth.json", "normal": "normal.png"}
 
 
 @pytest.mark.parametrize("tear,expected_faces", [(True, 31 * 23 - 48), (False, 31 * 23)])

@@ -113,7 +113,7 @@ def test_save_beside_writes_a_new_file_next_to_the_original_and_never_overwrites
 
 
 def test_remove_background_of_selected_strips(job_server, tmp_path, capfd):
-    from test_frame_operators import sequence_producer, write_frames
+    from frame_files import sequence_producer, write_frames
 
     scene = bpy.context.scene
     editor = scene.sequence_editor_create()
