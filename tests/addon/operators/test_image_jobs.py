@@ -132,7 +132,7 @@ def test_upscale_changes_the_size_and_exports_unsaved_images(job_server, tmp_pat
 
 
 def test_upscale_target_size_follows_the_maximum_input_size():
-    from imageforge.addon.operators.image_jobs import upscale_target
+    from imageforge.addon.operators.upscale_size import upscale_target
 
     assert upscale_target(1000, 500, 4, 2048) == (4000, 2000)
     assert upscale_target(4096, 2048, 2, 2048) == (4096, 2048)
@@ -145,7 +145,7 @@ def test_upscale_label_matches_an_exact_computation_of_the_servers_size():
     share (at least 1), and both are multiplied by the scale."""
     from fractions import Fraction
 
-    from imageforge.addon.operators.image_jobs import upscale_target
+    from imageforge.addon.operators.upscale_size import upscale_target
 
     rng = np.random.default_rng(11)
     sizes = [(int(w), int(h)) for w, h in rng.integers(1, 20000, size=(300, 2))]

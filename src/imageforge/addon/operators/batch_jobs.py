@@ -24,8 +24,8 @@ from ..scene.texture_images import TextureResults, land_texture, selected_textur
 from .availability import server_reason
 from .batch import BatchJobOperator
 from .frame_jobs import steady_edges_property
-from .image_jobs import scale_property
 from .listing import Listing, Surface
+from .upscale_size import scale_property
 
 NO_TEXTURES = "Select objects whose materials use image textures"
 NO_STRIPS = "Select movie or image strips in the Video Sequencer"

@@ -23,8 +23,8 @@ from ..scene.frame_results import land_frames
 from ..scene.frame_sources import NO_FRAMES, FrameRange, FrameSource, find_frame_source, frame_source_datablock
 from .availability import server_reason
 from .base import ImageForgeJobOperator
-from .image_jobs import scale_property
 from .listing import Listing, Surface
+from .upscale_size import scale_property
 
 
 def frames_reason(context: bpy.types.Context) -> str | None:

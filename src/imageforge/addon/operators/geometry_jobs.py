@@ -36,7 +36,7 @@ from ..scene.materials import normal_image, photo_material
 from ..scene.objects import camera_object, grid_mesh_object, placement, select_only
 from ..scene.pixels import read_data_file
 from .base import ImageForgeJobOperator
-from .image_jobs import ImageTool, parse_selection, selection_property, start_drawing
+from .image_tool import ImageTool, parse_selection, selection_property, start_drawing
 from .listing import Listing, SelectionAction, SelectionRow, Surface
 
 CUTOUT_SIZE = 1.0  # metres along the longer side of a flat cutout

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import bpy
@@ -11,90 +10,16 @@ from blendjob import JobResult
 from ...contract import InputError, JobId
 from ...contract.catalog import Family
 from ...contract.jobs import OutputKind
-from ...contract.parameters import Selection
 from ...contract.results import ResultName
-from ...contract.sizes import fit_long_edge_size
 from .. import preferences
-from ..scene.active_image import find_active_image, image_problem, job_input_path
+from ..scene.active_image import find_active_image
 from ..scene.pixels import read_data_file
 from ..scene.replace import matte_from_file, multiply_alpha, replace_from_file, replace_within
 from ..scene.selection import refined_region
-from .availability import NO_IMAGE, tool_reason
 from .base import ImageForgeJobOperator
+from .image_tool import ImageTool, parse_selection, selection_property, start_drawing
 from .listing import Listing, SelectionAction, Surface
-
-
-class ImageTool:
-    """Finds the image a tool works on in execute(), and finds it again by name when the result lands."""
-
-    image_name: bpy.props.StringProperty(
-        name="Image", description="Image to process (default: the active image)", options={"HIDDEN", "SKIP_SAVE"}
-    )
-
-    @classmethod
-    def unavailable_reason(cls, context: bpy.types.Context) -> str | None:
-        return tool_reason(context)
-
-    def target_image(self, context: bpy.types.Context) -> bpy.types.Image:
-        if self.image_name:
-            image = bpy.data.images.get(self.image_name)
-            if image is None:
-                raise InputError(f"There is no image named '{self.image_name}'.")
-        else:
-            found = find_active_image(context)
-            if found is None:
-                raise InputError(f"{NO_IMAGE}.")
-            image = found.image
-        problem = image_problem(image)
-        if problem:
-            raise InputError(f"{problem}.")
-        self._image_name = image.name
-        return image
-
-    def input_parameters(self, image: bpy.types.Image) -> dict[str, Any]:
-        return {"input": str(job_input_path(image, self.temporary_directory())), **self.common_parameters()}
-
-    def landed_image(self) -> bpy.types.Image:
-        image = bpy.data.images.get(self._image_name)
-        if image is None:
-            raise InputError(f"The image '{self._image_name}' was removed while the job ran; nothing was changed.")
-        return image
-
-
-def start_drawing(operator: bpy.types.Operator, action: str, **options: Any) -> set[str]:
-    """Hand over to the selection drawer, which runs `operator` again with the drawn selection."""
-    if not bpy.ops.imageforge.draw_selection.poll():
-        operator.report({"WARNING"}, "Draw the selection in the Image Editor or the 3D Viewport (sidebar, Tools)")
-        return {"CANCELLED"}
-    bpy.ops.imageforge.draw_selection("INVOKE_DEFAULT", action=action, **options)
-    return {"FINISHED"}
-
-
-def selection_property() -> Any:
-    return bpy.props.StringProperty(
-        name="Selection",
-        description='Region in image pixels as JSON: {"box": [x0, y0, x1, y1]}, {"lasso": [[x, y], ...]} or '
-        '{"mask": {"width": W, "height": H, "runs": [...]}} (Click Select)',
-        options={"HIDDEN", "SKIP_SAVE"},
-    )
-
-
-def parse_selection(raw: str, image: bpy.types.Image) -> dict:
-    """The selection as the contract's plain dict, checked to overlap the image."""
-    try:
-        selection = Selection.parse("selection", json.loads(raw))
-    except ValueError as error:
-        raise InputError("The selection is not valid JSON; draw it again.") from error
-    width, height = image.size
-    if selection.mask_file is not None:
-        raise InputError("Blender sends a mask selection as run-length data; make it with Click Select.")
-    mismatch = selection.size_mismatch(width, height)
-    if mismatch is not None:
-        raise InputError(mismatch)
-    x0, y0, x1, y1 = selection.bounds
-    if x1 <= 0 or y1 <= 0 or x0 >= width or y0 >= height:
-        raise InputError("The selection lies outside the image; draw it on the image.")
-    return selection.to_dict()
+from .upscale_size import scale_property, target_size
 
 
 class IMAGEFORGE_OT_remove_background(ImageTool, ImageForgeJobOperator, bpy.types.Operator):
@@ -123,22 +48,6 @@ class IMAGEFORGE_OT_remove_background(ImageTool, ImageForgeJobOperator, bpy.type
         else:
             replace_from_file(image, result.file(ResultName.FOREGROUND))
         return f"Removed the background of '{image.name}'"
-
-
-def scale_property(default: str) -> Any:
-    """The Upscale tools' 2× / 4× choice, declared once for every upscale operator."""
-    return bpy.props.EnumProperty(
-        name="Scale",
-        items=(("2", "2×", "Twice the width and height"), ("4", "4×", "Four times the width and height")),
-        default=default,
-    )
-
-
-def upscale_target(width: int, height: int, scale: int, max_input_size: int) -> tuple[int, int]:
-    """The result's size, as the server computes it: the source limited to Maximum AI Input Size along its
-    longer side (fit_long_edge_size), then multiplied by the scale."""
-    limited_width, limited_height = fit_long_edge_size((width, height), max_input_size)
-    return (limited_width * scale, limited_height * scale)
 
 
 class IMAGEFORGE_OT_upscale_image(ImageTool, ImageForgeJobOperator, bpy.types.Operator):
@@ -197,11 +106,6 @@ class IMAGEFORGE_OT_upscale_image(ImageTool, ImageForgeJobOperator, bpy.types.Op
         image = self.landed_image()
         replace_from_file(image, result.file(ResultName.UPSCALE))
         return f"Upscaled '{image.name}' to {image.size[0]} × {image.size[1]} px"
-
-
-def target_size(image: bpy.types.Image, scale: int) -> tuple[int, int]:
-    size = preferences.job_max_input_size(preferences.get_preferences())
-    return upscale_target(image.size[0], image.size[1], scale, size)
 
 
 class IMAGEFORGE_OT_refine_selection(ImageTool, ImageForgeJobOperator, bpy.types.Operator):

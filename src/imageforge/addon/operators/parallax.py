@@ -36,7 +36,7 @@ from .geometry_jobs import (
     subdivision_property,
     torn_note,
 )
-from .image_jobs import ImageTool, parse_selection, selection_property, start_drawing
+from .image_tool import ImageTool, parse_selection, selection_property, start_drawing
 from .listing import Listing, SelectionAction, Surface
 
 SIDEWAYS = 0.3  # the sideways part of the move, as a fraction of the forward part
