@@ -6,11 +6,11 @@ import os
 import signal
 
 import pytest
-from blendjob.controller import RegisteredServerProcess
 
 from imageforge.client import retirement
 from imageforge.client.authenticated import AuthenticatedJobClient
 from imageforge.client.job_runner import make_runtime, run_job
+from imageforge.client.process_identity import RecordedServerProcess
 from imageforge.contract.server_credentials import ServerCredentials, read_credentials, write_credentials
 from tests.client.job_in_flight import FAST_BYTES, SLOW_BYTES, start_slow_download
 
@@ -83,7 +83,7 @@ def test_a_reloaded_add_on_recovers_its_running_server_with_the_token(hub_models
             running.pid,
             running.instance_id,
         )
-        assert isinstance(after.server.process, RegisteredServerProcess)
+        assert isinstance(after.server.process, RecordedServerProcess)
         assert isinstance(recovered.client, AuthenticatedJobClient)
         assert after.server.health()["instance_id"] == running.instance_id
     finally:

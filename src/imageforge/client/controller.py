@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import blendjob
-from blendjob.controller import RegisteredServerProcess, ServerConnection
+from blendjob.controller import ServerConnection
 from blendjob.environment import environment_python
 from blendjob.runtime import windows_creation_flags
 from blendjob.server import TERMINAL_STATES
@@ -48,6 +48,7 @@ from . import retirement
 from .attachment import Attachment, this_process_kind
 from .authenticated import AuthenticatedJobClient, ServerIdentityError
 from .blendjob_compat import JobRuntimeHooks, ServerControllerHooks
+from .process_identity import ProcessIdentity, RecordedServerProcess, identity_of
 from .storage_holder import holder_description
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ class ImageForgeServerController(ServerControllerHooks):
     # Set by ServerController.__init__; declared here for the type checker. A process and its connection are
     # set and cleared together.
     connection: ServerConnection | None
-    process: subprocess.Popen[bytes] | RegisteredServerProcess | None
+    process: subprocess.Popen[bytes] | RecordedServerProcess | None
     log_file: TextIO | None
     snapshot: dict[str, Any]
 
@@ -161,11 +162,13 @@ class ImageForgeServerController(ServerControllerHooks):
         finally:
             if listener is not None:
                 listener.close()  # the server holds its own copy now
+        identity = identity_of(self.process.pid)  # read at once: the start time never changes, even before exec
         write_json(
             root / retirement.PROCESS_RECORD,
             {
                 "root": str(root),
                 "pid": self.process.pid,
+                "started": identity.started if identity is not None else None,
                 "parent_pid": os.getpid(),
                 "port": port,
                 "instance_id": instance_id,
@@ -196,9 +199,15 @@ class ImageForgeServerController(ServerControllerHooks):
         record = read_json(root / retirement.PROCESS_RECORD)
         if record.get("root") != str(root) or not isinstance(record.get("pid"), int):
             return None
-        process = RegisteredServerProcess(record["pid"])
-        if process.poll() is not None:
-            return None  # a dead server's record: the next start replaces it
+        started = record.get("started")
+        identity = ProcessIdentity(record["pid"], started) if isinstance(started, str) else None
+        if identity is None or identity_of(identity.pid) != identity:
+            # Its server is gone (killed, crashed, a reboot), even if the pid now names another process, which is
+            # never waited on or signalled; or a record of an older version, which proves nothing. Forgotten at
+            # once: the next start launches a server (a live older one still holds the storage lock).
+            retirement.forget_record(root, record)
+            return None
+        process = RecordedServerProcess(identity)
         try:
             credentials = read_credentials(root)
         except CredentialsError as error:

@@ -28,6 +28,7 @@ from blendjob.controller import SERVER_DIRECTORY_LOCKS, terminate_process_tree
 from blendjob.storage import read_json
 
 from ..contract.server_credentials import remove_credentials
+from .process_identity import RecordedServerProcess
 
 PROCESS_RECORD = "server-process.json"
 GRACE_SECONDS = 5.0  # after the shutdown request: time for the cancelled job to end cleanly
@@ -44,7 +45,7 @@ class RetiringServer:
     """A server process this Blender asked to stop, and what to tidy once it has exited."""
 
     root: Path
-    process: Any  # subprocess.Popen or BlendJob's RegisteredServerProcess (after an add-on reload), or None
+    process: Any  # subprocess.Popen, a RecordedServerProcess (a server this client found running), or None
     instance_id: str | None
     log_file: IO[str] | None = None
     release_lock: Callable[[], None] = lambda: None
@@ -90,6 +91,16 @@ def wait_until_retired(root: Path, timeout: float | None = None) -> bool:
             return not is_retiring(root)
 
 
+def forget_record(root: Path, record: dict[str, Any]) -> None:
+    """Remove a stale process record (its server is gone) and that start's credentials, if still the same record."""
+    path = Path(root) / PROCESS_RECORD
+    with MUTEX:
+        if read_json(path) == record:
+            path.unlink(missing_ok=True)
+        if isinstance(record.get("instance_id"), str):
+            remove_credentials(Path(root), record["instance_id"])
+
+
 def _wait_for_exit(server: RetiringServer, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while not server.exited():
@@ -104,7 +115,10 @@ def _reap(server: RetiringServer) -> None:
         remaining = server.grace - (time.monotonic() - server.started)
         if not _wait_for_exit(server, max(remaining, 0.0)):
             with contextlib.suppress(OSError, RuntimeError):
-                terminate_process_tree(server.process)
+                if isinstance(server.process, RecordedServerProcess):
+                    server.process.terminate()  # signalled only while proven to be the recorded server
+                else:
+                    terminate_process_tree(server.process)  # our own child: its pid cannot be reused meanwhile
             if not _wait_for_exit(server, TERMINATE_SECONDS):
                 with contextlib.suppress(OSError):
                     server.process.kill()
