@@ -69,3 +69,15 @@ def test_convert_to_depth_plane_tears_the_mesh_at_the_jump(job_server, photo, te
     depth = -vertices[faces][..., 2]
     ratio = (depth.max(axis=1) / depth.min(axis=1)).max()
     assert ratio == (pytest.approx(1.0) if tear else pytest.approx(FAR / NEAR))
+
+
+def test_a_matte_resampled_to_the_depth_and_a_cutout_centred_on_its_origin():
+    from imageforge.addon.scene.depth_grid import centred, flat_grid, resample_nearest
+
+    matte = np.array([[0.0, 1.0], [0.5, 0.25]], np.float32)
+    assert resample_nearest(matte, (4, 6)).tolist() == [[0.0] * 3 + [1.0] * 3] * 2 + [[0.5] * 3 + [0.25] * 3] * 2
+    grid = flat_grid(np.ones((4, 6), np.float32), 2, 1.0)
+    moved, centre = centred(grid)
+    assert np.allclose(moved.vertices.mean(axis=0), 0) and np.allclose(moved.vertices + centre, grid.vertices)
+    empty = flat_grid(np.zeros((4, 6), np.float32), 2, 1.0)
+    assert centred(empty)[0] is empty and centred(empty)[1].tolist() == [0.0, 0.0, 0.0]

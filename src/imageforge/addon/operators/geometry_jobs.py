@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import bpy
-import numpy as np
 from blendjob import JobResult
-from mathutils import Matrix, Vector
 
 from ...contract import InputError, JobId
 from ...contract.catalog import Family
@@ -20,139 +17,30 @@ from ..scene.background_plane import (
     depth_planes_of,
     rebuild_mesh,
     show_clean_plate,
-    tag_depth_plane,
 )
 from ..scene.depth_grid import (
-    SUBDIVISION_MAX,
-    SUBDIVISION_MIN,
-    TEAR_RATIO_DEFAULT,
-    TEAR_RATIO_MIN,
     GridMesh,
-    depth_grid,
     flat_grid,
 )
-from ..scene.intrinsics import PixelIntrinsics, camera_fit, read_metadata
-from ..scene.materials import normal_image, photo_material
-from ..scene.objects import camera_object, grid_mesh_object, placement, select_only
+from ..scene.depth_plane import land_depth_plane, read_depth
+from ..scene.intrinsics import read_metadata
+from ..scene.materials import load_packed_image, normal_image, photo_material
+from ..scene.objects import grid_mesh_object, placement, select_only
 from ..scene.pixels import read_data_file
 from .base import ImageForgeJobOperator
+from .depth_tools import (
+    DepthTearing,
+    cutout_models,
+    displaced_cutout,
+    geometry_parameters,
+    refine_property,
+    subdivision_property,
+    torn_note,
+)
 from .image_tool import ImageTool, parse_selection, selection_property, start_drawing
 from .listing import Listing, SelectionAction, SelectionRow, Surface
 
 CUTOUT_SIZE = 1.0  # metres along the longer side of a flat cutout
-
-
-def subdivision_property(default: int) -> Any:
-    return bpy.props.IntProperty(
-        name="Subdivisions",
-        description="Mesh detail: 2^n faces along the image's longer side",
-        default=default,
-        min=SUBDIVISION_MIN,
-        max=SUBDIVISION_MAX,
-    )
-
-
-def refine_property() -> Any:
-    return bpy.props.BoolProperty(
-        name="Refine Edges", description="Refine the selection's edges with the background model", default=True
-    )
-
-
-class DepthTearing:
-    """Removing the faces that would stretch across depth jumps (scene/depth_grid.py).
-
-    The properties are given as objects, not annotation strings: Blender evaluates a mixin's string annotations
-    in the module of each operator that uses it, where these constants are not imported.
-    """
-
-    __annotations__ = {
-        "tear": bpy.props.BoolProperty(
-            name="Tear at Depth Jumps",
-            description="Remove faces across depth discontinuities so foreground and background separate "
-            "instead of being joined by stretched faces",
-            default=True,
-        ),
-        "tear_ratio": bpy.props.FloatProperty(
-            name="Tear Ratio",
-            description="A face is removed when the depths at the ends of one of its edges differ by more than "
-            "this ratio (1.2: the far end 20% farther than the near end)",
-            default=TEAR_RATIO_DEFAULT,
-            min=TEAR_RATIO_MIN,
-            soft_max=3.0,
-            max=100.0,
-        ),
-    }
-
-    def depth_mesh(self, points: np.ndarray, weight: np.ndarray, subdivisions: int) -> GridMesh:
-        return depth_grid(points, weight, subdivisions, tear_ratio=self.tear_ratio if self.tear else None)
-
-
-def land_depth_plane(
-    context: bpy.types.Context,
-    name: str,
-    source: bpy.types.Image,
-    texture: bpy.types.Image,
-    grid: GridMesh,
-    intrinsics: PixelIntrinsics,
-    subdivisions: int,
-    *,
-    normal: bpy.types.Image | None = None,
-    focus: float | None = None,
-) -> tuple[bpy.types.Object, bpy.types.Object]:
-    """A depth plane of `source` showing `texture`, and the camera that sees it as the photo, at the cursor."""
-    matrix = placement(context)
-    far = float((-grid.vertices[:, 2]).max())
-    focus = intrinsics.reference_depth if focus is None else focus
-    image_name = source.name
-    camera = camera_object(context, f"{image_name} Camera", camera_fit(intrinsics), matrix, far=far, focus=focus)
-    plane = grid_mesh_object(context, name, grid, matrix)
-    plane.data.materials.append(photo_material(name, texture, normal=normal))
-    tag_depth_plane(plane, source, subdivisions)
-    return plane, camera
-
-
-def torn_note(grid: GridMesh) -> str:
-    return f", {grid.torn} faces torn at depth jumps" if grid.torn else ""
-
-
-def geometry_parameters() -> dict[str, Any]:
-    prefs = preferences.get_preferences()
-    return {"resolution_level": preferences.job_resolution_level(prefs)}
-
-
-def cutout_models() -> dict[str, str]:
-    """The models a generate-cutout-artifacts job runs (geometry, matte, clean plate), from the preferences."""
-    prefs = preferences.get_preferences()
-    return {
-        "geometry_model": preferences.job_model(prefs, Family("geometry")),
-        "background_model": preferences.job_model(prefs, Family("background")),
-        "inpaint_model": preferences.job_model(prefs, Family("inpaint")),
-    }
-
-
-def read_depth(result: JobResult, name: ResultName = ResultName.DEPTH) -> tuple[np.ndarray, np.ndarray]:
-    """Camera-space points (h, w, 3) and weight (h, w) = alpha × validity, top row first."""
-    depth = read_data_file(result.file(name))
-    return depth[..., :3], depth[..., 3]
-
-
-def load_packed_image(path: Any, name: str) -> bpy.types.Image:
-    image = bpy.data.images.load(str(path), check_existing=False)
-    image.name = name
-    image.pack()
-    return image
-
-
-def displaced_cutout(
-    tearing: DepthTearing, points: np.ndarray, weight: np.ndarray, alpha: np.ndarray, subdivisions: int, matrix: Matrix
-) -> tuple[GridMesh, Matrix]:
-    """A cutout's depth-shaped mesh centred on its own origin, and the world matrix that keeps it where the camera
-    at `matrix` sees it (in front of a depth plane placed with the same matrix)."""
-    grid = tearing.depth_mesh(points, weight * resample_nearest(alpha, weight.shape), subdivisions)
-    if len(grid.vertices) == 0:
-        return grid, matrix
-    centre = grid.vertices.mean(axis=0)
-    return replace(grid, vertices=grid.vertices - centre), matrix @ Matrix.Translation(Vector(centre.tolist()))
 
 
 class IMAGEFORGE_OT_depth_plane(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.types.Operator):
@@ -302,13 +190,6 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
         if not self.fill_behind:
             return ""
         return f"; nothing to fill behind: no depth plane of '{source.name}' (Convert to Depth Plane first)"
-
-
-def resample_nearest(values: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    """Nearest-neighbour resize of a (h, w) array, for a matte at another resolution than the depth."""
-    rows = np.minimum((np.arange(shape[0]) + 0.5) * values.shape[0] / shape[0], values.shape[0] - 1).astype(int)
-    columns = np.minimum((np.arange(shape[1]) + 0.5) * values.shape[1] / shape[1], values.shape[1] - 1).astype(int)
-    return values[np.ix_(rows, columns)]
 
 
 CLASSES = (IMAGEFORGE_OT_depth_plane, IMAGEFORGE_OT_cutout)

@@ -19,19 +19,17 @@ from ...contract import InputError, JobId
 from ...contract.jobs import NormalMode
 from ...contract.results import ResultName
 from ..scene.animation import keyframe_matrices
+from ..scene.depth_plane import land_depth_plane, read_depth
 from ..scene.intrinsics import read_metadata
-from ..scene.materials import normal_image, photo_material
+from ..scene.materials import load_packed_image, normal_image, photo_material
 from ..scene.objects import grid_mesh_object, placement, select_only
 from ..scene.pixels import read_data_file
 from .base import ImageForgeJobOperator
-from .geometry_jobs import (
+from .depth_tools import (
     DepthTearing,
     cutout_models,
     displaced_cutout,
     geometry_parameters,
-    land_depth_plane,
-    load_packed_image,
-    read_depth,
     refine_property,
     subdivision_property,
     torn_note,

@@ -18,7 +18,7 @@ camera and a gentle slope far away; faces on a receding floor stay unless their 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -132,3 +132,18 @@ def _assemble(
         segments=segments,
         torn=int(complete.sum() - kept.sum()),
     )
+
+
+def resample_nearest(values: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Nearest-neighbour resize of a (h, w) array, for a matte at another resolution than the depth."""
+    rows = np.minimum((np.arange(shape[0]) + 0.5) * values.shape[0] / shape[0], values.shape[0] - 1).astype(int)
+    columns = np.minimum((np.arange(shape[1]) + 0.5) * values.shape[1] / shape[1], values.shape[1] - 1).astype(int)
+    return values[np.ix_(rows, columns)]
+
+
+def centred(grid: GridMesh) -> tuple[GridMesh, np.ndarray]:
+    """`grid` moved so that its vertices' mean is its origin, and that mean (an empty grid stays as it is)."""
+    if len(grid.vertices) == 0:
+        return grid, np.zeros(3)
+    centre = grid.vertices.mean(axis=0)
+    return replace(grid, vertices=grid.vertices - centre), centre

@@ -70,3 +70,10 @@ def photo_material(
     tree.nodes.active = colour
     material.surface_render_method = "DITHERED"  # EEVEE's alpha from the image (every supported Blender: 4.2+)
     return material
+
+
+def load_packed_image(path: Path, name: str) -> bpy.types.Image:
+    image = bpy.data.images.load(str(path), check_existing=False)
+    image.name = name
+    image.pack()
+    return image
