@@ -57,9 +57,9 @@ if "--here" not in sys.argv:
 import numpy as np  # noqa: E402  (the environment is chosen above)
 import onnxruntime as ort  # noqa: E402
 
-from imageforge.server.inference.cpu_copy import copy_path, derive  # noqa: E402
+from imageforge.server.cpu_copies.cpu_copy import copy_path, derive  # noqa: E402
+from imageforge.server.cpu_copies.onnx_messages import parse_model  # noqa: E402
 from imageforge.server.inference.devices import default_intra_op_threads  # noqa: E402
-from imageforge.server.inference.onnx_messages import parse_model  # noqa: E402
 
 MODELS = HERE / "models"
 RESULTS = HERE / "results"

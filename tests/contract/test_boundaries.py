@@ -149,8 +149,8 @@ def test_a_cycle_hidden_in_a_function_is_still_a_cycle(tmp_path, monkeypatch):
 # inference, media, geometry and downloads; everything uses the contract. What two jobs share is a step.
 JOBS = "server/jobs"
 JOB_STEPS = "server/job_steps"
-BELOW_THE_STEPS = ["server/models", "server/inference", "server/media", "server/geometry", "server/downloads",
-                   "server/upscaling"]  # fmt: skip
+BELOW_THE_STEPS = ["server/models", "server/inference", "server/cpu_copies", "server/media", "server/geometry",
+                   "server/downloads", "server/upscaling"]  # fmt: skip
 JOBS_IMPORTED_BY = {"server/app.py"}  # JOB_RUNNERS, for the server's handlers
 
 

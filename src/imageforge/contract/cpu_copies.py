@@ -1,6 +1,6 @@
 """The record of an fp16 model file's fp32 CPU copy, as the server writes it beside the file and the CLI reads it.
 
-`<name>.onnx.cpu-fp32.json` says what became of the copy of `<name>.onnx` (server/inference/cpu_copy.py derives
+`<name>.onnx.cpu-fp32.json` says what became of the copy of `<name>.onnx` (server/cpu_copies/cpu_copy.py derives
 it): `ready` (CPU sessions load `<name>.cpu-fp32-<hash>.onnx`), `not-needed` (no fp16 weights) or `rejected`
 (the reason: the rewrite cannot handle the file, or the copy's outputs differ). Keyed by the original's SHA-256
 and by the acceptance rule it was judged under (`rule`): a record of another hash, or a rejection under an

@@ -20,7 +20,7 @@ from pathlib import Path
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder that holds the `imageforge` package
 
 # Modules the server runs as children, each with a `main(arguments: list[str]) -> None`.
-CHILD_MODULES = ("imageforge.server.inference.fp32_graph",)
+CHILD_MODULES = ("imageforge.server.cpu_copies.fp32_graph",)
 
 BOOTSTRAP = """\
 import importlib, os, sys, types

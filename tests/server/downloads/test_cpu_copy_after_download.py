@@ -10,7 +10,7 @@ import pytest
 
 from imageforge.contract import Device
 from imageforge.server.app import create_server
-from imageforge.server.inference.cpu_copy import CopyStatus, copy_path, read_record
+from imageforge.server.cpu_copies.cpu_copy import CopyStatus, copy_path, read_record
 from tests.kit.catalog import catalog_entry, write_catalog
 from tests.kit.onnx_models import build_ben2, build_ben2_fp16
 

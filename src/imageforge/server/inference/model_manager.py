@@ -23,8 +23,8 @@ from ...contract import Device, ImageForgeError, ModelUnavailableError
 from ...contract.catalog import Family, ModelEntry
 from ...contract.health import LoadedModel, ModelsHealth, OnnxRuntimeInfo
 from ...contract.model_files import file_path, known_sha256
+from ..cpu_copies.cpu_copy import cpu_graph, ready_copy
 from .coreml_cache import CoreMLCache
-from .cpu_copy import cpu_graph, ready_copy
 from .devices import OrtRuntime, default_intra_op_threads, detect_runtime, resolve_device
 from .runner import LoadedSession, Warn, run
 from .session_factory import SessionRequest, create_session

@@ -11,8 +11,8 @@ from typing import TypeVar
 
 from ...contract import Device, ModelUnavailableError
 from ...contract.catalog import load_catalog
+from ..cpu_copies.cpu_copy import copy_note, is_copy
 from ..inference import current_fraction
-from ..inference.cpu_copy import copy_note, is_copy
 from ..job_context import JobContext
 from ..models import Adapter, load_adapter
 from .progress import DOWNLOAD_END, JobProgress

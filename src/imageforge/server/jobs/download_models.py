@@ -44,7 +44,7 @@ def _download(context: JobContext, keys: list[str] | None) -> dict[ResultName, s
 
 
 def prepare_for_cpu(context: JobContext, entries: list[ModelEntry]) -> None:
-    """On a CPU-only machine, derive the fp32 CPU copy of each fp16 model now (inference/cpu_copy.py): setup is
+    """On a CPU-only machine, derive the fp32 CPU copy of each fp16 model now (cpu_copies/cpu_copy.py): setup is
     where a wait is expected, the first job is not. A failure only moves that wait to the first job."""
     try:
         manager = resource_of(context, "models", ModelManager)

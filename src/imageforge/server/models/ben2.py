@@ -24,8 +24,8 @@ import numpy as np
 
 from ...contract import ModelUnavailableError
 from ...contract.catalog import Family, ModelEntry
+from ..cpu_copies.onnx_messages import final_operator
 from ..inference import SessionHandle
-from ..inference.onnx_messages import final_operator
 from ..media import resize, resize_bilinear
 from .base import Adapter
 

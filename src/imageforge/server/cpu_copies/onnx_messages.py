@@ -1,7 +1,7 @@
 """The ONNX protobuf messages this server reads and edits, declared from onnx.proto's field numbers, without the
 onnx package: the one home of ONNX's wire format here.
 
-Two uses: deriving a CPU copy of an fp16 model (inference/fp32_graph.py: `parse_model`, a full parse that is
+Two uses: deriving a CPU copy of an fp16 model (cpu_copies/fp32_graph.py: `parse_model`, a full parse that is
 rewritten and serialised), and checking a model's last operation when it loads (models/ben2.py:
 `final_operator`, which reads only the top-level graph's nodes from a memory map, see `graph_nodes`).
 

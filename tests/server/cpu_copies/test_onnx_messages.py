@@ -1,11 +1,11 @@
-"""The one ONNX reader (server/inference/onnx_messages.py): a full parse for rewriting, and the top-level graph's
+"""The one ONNX reader (server/cpu_copies/onnx_messages.py): a full parse for rewriting, and the top-level graph's
 nodes read from a memory map (weights skipped) for checks at load time; both from the same schema."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from imageforge.server.inference.onnx_messages import field_number, final_operator, graph_nodes, parse_model
+from imageforge.server.cpu_copies.onnx_messages import field_number, final_operator, graph_nodes, parse_model
 from tests.kit.onnx_models import build_ben2, build_ben2_fp16
 
 

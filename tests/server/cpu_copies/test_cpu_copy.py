@@ -17,13 +17,13 @@ from onnx import TensorProto, helper, numpy_helper, onnx_ml_pb2
 from imageforge.contract import Device
 from imageforge.contract.cpu_copies import ACCEPTANCE_RULE
 from imageforge.contract.model_files import file_path
-from imageforge.server.inference import ModelManager, cpu_copy
-from imageforge.server.inference.cpu_copy import CopyStatus, copy_path, cpu_graph, read_record, record_path
-from imageforge.server.inference.fp32_graph import UnsupportedModel, convert
-from imageforge.server.inference.onnx_messages import SCHEMA, parse_model
+from imageforge.server.cpu_copies import cpu_copy
+from imageforge.server.cpu_copies.cpu_copy import CopyStatus, copy_path, cpu_graph, read_record, record_path
+from imageforge.server.cpu_copies.fp32_graph import UnsupportedModel, convert
+from imageforge.server.cpu_copies.onnx_messages import SCHEMA, parse_model
+from imageforge.server.inference import ModelManager
 from tests.kit.onnx_models import build_ben2, build_ben2_fp16, build_upscaler
-
-from .fake_onnxruntime import CPU, CUDA, Fail
+from tests.server.inference.fake_onnxruntime import CPU, CUDA, Fail
 
 SAMPLE = np.random.default_rng(3).random((1, 3, 32, 32), dtype=np.float32)
 
@@ -114,7 +114,7 @@ def test_the_copy_keeps_the_gelu_pattern_onnx_runtime_fuses(tmp_path):
 
 def test_gelu_fusion_needs_the_restored_constant(tmp_path, monkeypatch):
     # Without the exact √2 ONNX Runtime leaves the pattern alone: the step is what recovers the speed.
-    monkeypatch.setattr("imageforge.server.inference.fp32_graph.GELU_CONSTANTS", ())
+    monkeypatch.setattr("imageforge.server.cpu_copies.fp32_graph.GELU_CONSTANTS", ())
     source = build_ben2_fp16(tmp_path / "model.onnx")
     copy = tmp_path / "copy.onnx"
     copy.write_bytes(convert(source.read_bytes()).data)
@@ -387,3 +387,9 @@ def test_after_a_download_only_cpu_only_machines_prepare_the_copy(storage_root, 
     messages = []
     assert cpu_only.prepare_for_cpu(ben2_fp16, progress=messages.append) == copy_path(source, sha(source))
     assert messages == ["Preparing Kit Ben2 Fp16 for CPU (once)"]
+
+
+def test_the_copy_is_verified_on_the_provider_cpu_sessions_use():
+    from imageforge.server.inference.devices import PROVIDERS
+
+    assert PROVIDERS[Device.CPU] == cpu_copy.CPU_PROVIDER

@@ -40,7 +40,6 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from ...contract import Device
 from ...contract.cpu_copies import (
     ACCEPTANCE_RULE,
     RECORD_SUFFIX,
@@ -52,8 +51,11 @@ from ...contract.cpu_copies import (
     record_path,
 )
 from ..child_python import child_command
-from .devices import PROVIDERS
 from .fp32_graph import UnsupportedModel, rewrite_file
+
+# ONNX Runtime's CPU provider: the copy is verified where it will run. The same name as inference/devices.py's
+# PROVIDERS[Device.CPU] (tests/server/cpu_copies checks), held here so this package needs nothing of inference/.
+CPU_PROVIDER = "CPUExecutionProvider"
 
 __all__ = ["RECORD_SUFFIX", "CopyRecord", "CopyStatus", "copy_path", "cpu_graph", "read_record", "record_path"]
 
@@ -242,7 +244,7 @@ def _rewrite(source: Path, target: Path) -> dict[str, Any]:
 
 
 def _rewrite_in_child(source: Path, target: Path) -> dict[str, Any]:
-    command = child_command("imageforge.server.inference.fp32_graph", [str(source), str(target)])
+    command = child_command("imageforge.server.cpu_copies.fp32_graph", [str(source), str(target)])
     try:
         completed = subprocess.run(command, capture_output=True, text=True, check=False)
     except OSError as error:
@@ -261,7 +263,7 @@ def _rewrite_in_child(source: Path, target: Path) -> dict[str, Any]:
 def _session(module: Any, path: Path, threads: int) -> Any:
     options = module.SessionOptions()
     options.intra_op_num_threads = threads
-    return module.InferenceSession(str(path), sess_options=options, providers=[PROVIDERS[Device.CPU]])
+    return module.InferenceSession(str(path), sess_options=options, providers=[CPU_PROVIDER])
 
 
 def _sample(session: Any) -> dict[str, np.ndarray]:
