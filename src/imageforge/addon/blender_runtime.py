@@ -7,6 +7,7 @@ and seeding the uv executable bundled with the extension so that setup does not 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
@@ -22,6 +23,7 @@ from blendjob.environment import uv_path
 from ..client.blendjob_compat import pin_timer_callbacks, run_before_install
 from ..client.environment import PACKAGE_ROOT
 from ..client.job_runner import make_runtime
+from ..client.setup_process import SetupChoices, install_command
 from . import EXTENSION_PACKAGE
 
 BUNDLED_TOOLS = PACKAGE_ROOT / "tools"  # the platform build puts uv[.exe] here (cli/build.py)
@@ -87,16 +89,22 @@ def _setup_controller_with_bundled_uv(runtime: JobRuntime):
     return setup_controller
 
 
-def register(storage_root: Callable[..., Path], linger: Callable[[], float]) -> None:
-    """Create the runtime. `storage_root` and `linger` are the preferences' readers (preferences.py), passed in
-    by registration.py so that this module does not import the preferences, which read the server's devices
-    from here (server_snapshot())."""
+def register(
+    storage_root: Callable[..., Path],
+    linger: Callable[[], float],
+    setup_choices: Callable[[], SetupChoices] = SetupChoices,
+) -> None:
+    """Create the runtime. `storage_root`, `linger` and `setup_choices` are the preferences' readers
+    (preferences.py), passed in by registration.py so that this module does not import the preferences, which
+    read the server's devices from here (server_snapshot()). Set Up Server runs ImageForge's installer
+    (client/setup_process.py: ordered package indexes, pinned hashes, wheelhouse) instead of BlendJob's."""
     global _runtime
     _runtime = make_runtime(storage_root, post_setup=download_default_models_after_setup, linger=linger)
     # BlendJob compares timer callbacks by identity, but each attribute access builds a new bound method:
     # pin them once so unregister() really removes the timers (else they leak and bpy 4.5 hangs at exit).
     pin_timer_callbacks(_runtime)
     _runtime.setup_controller = _setup_controller_with_bundled_uv(_runtime)
+    _runtime.install_command = functools.partial(install_command, choices=setup_choices)
     _runtime.register()
 
 

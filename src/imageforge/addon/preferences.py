@@ -14,6 +14,8 @@ from pathlib import Path
 import bpy
 
 from ..client.environment import default_storage_root
+from ..client.package_indexes import KNOWN_INDEXES
+from ..client.setup_process import SetupChoices
 from ..contract import Device
 from ..contract.catalog import Catalog, Family, ModelFamily, builtin_families
 from ..contract.jobs import MAX_INPUT_SIZE_DEFAULT
@@ -48,6 +50,28 @@ def storage_root(path: Path | None = None) -> Path:
         preferences.storage_root = str(path)
     configured = getattr(preferences, "storage_root", "") if preferences else ""
     return Path(bpy.path.abspath(configured)).resolve() if configured.strip() else default_storage_root()
+
+
+def setup_choices() -> SetupChoices:
+    """Where Set Up Server takes the server's packages from (the Package Index and Wheelhouse preferences)."""
+    preferences = get_preferences()
+    if preferences is None:
+        return SetupChoices()
+    chosen = preferences.package_index
+    index = (
+        preferences.package_index_url.strip()
+        if chosen == "CUSTOM"
+        else ("" if chosen == "AUTOMATIC" else chosen.lower())
+    )
+    wheelhouse = preferences.wheelhouse.strip()
+    return SetupChoices(index=index, wheelhouse=bpy.path.abspath(wheelhouse) if wheelhouse else "")
+
+
+PACKAGE_INDEX_ITEMS = [
+    ("AUTOMATIC", "Automatic", "PyPI, then the Tsinghua and Aliyun mirrors, each in turn when one does not answer"),
+    *((index.key.upper(), index.label, f"{index.url} first, then the automatic order") for index in KNOWN_INDEXES),
+    ("CUSTOM", "Custom URL", "The index below first (e.g. your studio's), then the automatic order"),
+]
 
 
 def server_linger() -> float:
@@ -255,8 +279,27 @@ class ImageForgePreferences(bpy.types.AddonPreferences):
     stored_max_input_size: bpy.props.IntProperty(default=MAX_INPUT_SIZE_DEFAULT, options={"HIDDEN"})
     stored_resolution_level: bpy.props.IntProperty(default=choices.RESOLUTION_LEVEL_DEFAULT, options={"HIDDEN"})
 
+    package_index: bpy.props.EnumProperty(
+        name="Package Index",
+        description="Where Set Up Server downloads the server's Python packages first; every file is checked "
+        "against its pinned SHA-256 whichever index serves it",
+        items=PACKAGE_INDEX_ITEMS,
+        default="AUTOMATIC",
+    )
+    package_index_url: bpy.props.StringProperty(
+        name="Index URL", description="A PEP 503 simple index, e.g. https://pypi.studio.example/simple", default=""
+    )
+    wheelhouse: bpy.props.StringProperty(
+        name="Wheelhouse",
+        description="A folder of wheels ('imageforge setup --export-wheelhouse'): Set Up Server installs from it "
+        "alone, with no network",
+        subtype="DIR_PATH",
+        default="",
+    )
+
     def draw(self, _context: bpy.types.Context) -> None:
         self.draw_storage(self.layout.box())
+        self.draw_setup(self.layout.box())
         self.draw_inference(self.layout.box())
         self.draw_models(self.layout.box())
 
@@ -273,6 +316,13 @@ class ImageForgePreferences(bpy.types.AddonPreferences):
         row.prop(self, "job_files_max_age_days", text="Max Age (days)")
         row.prop(self, "job_files_max_size_gb", text="Max Size (GB)")
         layout.prop(self, "server_linger", text="Keep Server Running (s)")
+
+    def draw_setup(self, layout: bpy.types.UILayout) -> None:
+        layout.label(text="Set Up Server", icon="IMPORT")
+        layout.prop(self, "package_index")
+        if self.package_index == "CUSTOM":
+            layout.prop(self, "package_index_url")
+        layout.prop(self, "wheelhouse")
 
     def draw_inference(self, layout: bpy.types.UILayout) -> None:
         layout.prop(self, "device")

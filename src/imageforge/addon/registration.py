@@ -22,7 +22,7 @@ CLASSES: tuple[type, ...] = (
 
 
 def register() -> None:
-    blender_runtime.register(preferences.storage_root, preferences.server_linger)
+    blender_runtime.register(preferences.storage_root, preferences.server_linger, preferences.setup_choices)
     base.bind(blender_runtime.get_runtime())
     for cls in CLASSES:
         bpy.utils.register_class(cls)

@@ -16,12 +16,12 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from blendjob.environment import environment_digest, environment_python, resolved_packages
+from blendjob.environment import environment_digest, environment_python, resolved_packages, uv_path
 
 from ..contract import ResourceExhaustedError
 from ..contract.private_storage import make_private_folder
 from ..contract.storage_trust import check_server_files
-from .environment import ServerEnvironment, server_environment
+from .environment import PACKAGE_ROOT, ServerEnvironment, server_environment
 from .package_indexes import CLEARED_VARIABLES, host_of, index_order, probe, probe_timeout, uv_failure
 from .pin_hashes import requirement_lines
 from .proxies import with_system_proxy
@@ -49,10 +49,21 @@ def environment_ready(root: Path, environment: ServerEnvironment | None = None) 
     return python.is_file() and bool(manifest.get("environment_hash") == environment_digest(environment))
 
 
-def uv_executable() -> str:
-    from uv import find_uv_bin
+def uv_executable(root: Path | None = None) -> str:
+    """uv from the `uv` package (the CLI's environment), else the one the add-on seeded into `root`'s tools/ or
+    bundled in the extension's tools/ (Blender's Python has no `uv` package)."""
+    try:
+        from uv import find_uv_bin
 
-    return find_uv_bin()
+        found: str = find_uv_bin()
+        return found
+    except (ImportError, FileNotFoundError):
+        pass
+    bundled = PACKAGE_ROOT / "tools" / uv_path(Path()).name
+    for candidate in ([uv_path(Path(root))] if root is not None else []) + [bundled]:
+        if Path(candidate).is_file():
+            return str(candidate)
+    raise SetupError("uv is missing (neither the uv package nor the extension's tools/uv); reinstall ImageForge.")
 
 
 def find_local_python(version: str) -> str | None:
@@ -107,7 +118,7 @@ def prepare_environment(
         return ready
     make_private_folder(root)  # 0700 whatever the umask: job folders will hold the user's images
     manifest_path(root).unlink(missing_ok=True)
-    uv = uv_executable()
+    uv = uv_executable(root)
     version = environment["python"]
     python = str(python_from_archive(python_archive, root, version)) if python_archive else find_local_python(version)
     venv = root / ".venv"

@@ -7,11 +7,12 @@ import textwrap
 import bpy
 
 from ...client.job_usage import format_bytes
+from ...client.setup import package_source
 from .. import blender_runtime
 from ..health_snapshot import ActiveJobProgress, ServerState, server_state
 from ..operators import job_files
 from ..preferences import storage_root
-from .server_view import ServerView, server_view
+from .server_view import ServerView, package_source_line, server_view
 from .sidebar import in_both_sidebars
 
 
@@ -43,8 +44,15 @@ class ServerPanel:
         self.draw_progress(layout, view)
         self.draw_models(layout, view)
         self.draw_job_files(layout)
+        self.draw_package_source(layout)
         if view.mirror_note:
             layout.label(text="Model downloads use the mirror", icon="INFO")
+
+    @staticmethod
+    def draw_package_source(layout: bpy.types.UILayout) -> None:
+        line = package_source_line(package_source(storage_root()))
+        if line:
+            layout.label(text=line, icon="PACKAGE")
 
     @staticmethod
     def draw_status(layout: bpy.types.UILayout, view: ServerView) -> None:

@@ -120,3 +120,14 @@ def server_view(
         mirror_note=mirror,
         device_warnings=fallbacks,
     )
+
+
+def package_source_line(source: str | None) -> str | None:
+    """The Server panel's line saying where the environment's packages came from (manifest.json), or None."""
+    if not source:
+        return None
+    if source.startswith("wheelhouse "):
+        return "Packages from a wheelhouse"
+    if "://" in source:
+        return f"Packages from {source.split('://', 1)[1].split('/', 1)[0]}"
+    return f"Packages from {source}"

@@ -1,0 +1,101 @@
+"""Two ONNX Runtime releases side by side on the bench models, CPU provider, the server's thread count.
+
+    uv run --locked --no-sync python bench/ort_versions.py --new /path/to/other/venv/bin/python [--runs 3]
+
+The "old" Python is the server environment built from today's pins (tests/kit/server_env.py); `--new` is any
+other environment with onnxruntime and numpy (e.g. a venv with the candidate pins). Each model runs in a child
+process of each Python in turn, interleaved round by round so machine load hits both alike: one warm-up run,
+then `--runs` timed runs; printed per model: median seconds per run and CPU seconds for each release, and
+new ÷ old. Models: bench/models/ (bench/export_image_models.py): BEN2-shaped fp32 at 1024², its fp16 file and
+the server's fp32 CPU copy of it when bench/fp16_cpu.py left one in bench/results/, x4v3 and x4plus at 256².
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CASES = {  # name -> (file, input side)
+    "BEN2-shaped fp32": ("models/ben2-shaped.onnx", 1024),
+    "BEN2-shaped fp16 file": ("models/ben2-shaped-fp16.onnx", 1024),
+    "BEN2-shaped fp32 CPU copy": ("results/ben2-shaped-fp16.cpu-fp32-*.onnx", 1024),
+    "x4v3 (SRVGG)": ("models/realesr-general-x4v3.onnx", 256),
+    "x4plus (RRDBNet)": ("models/realesrgan-x4plus.onnx", 256),
+}
+
+CHILD = """
+import json, sys, time
+import numpy as np, onnxruntime as ort
+path, side, threads, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+options = ort.SessionOptions(); options.intra_op_num_threads = threads
+session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+feed = {session.get_inputs()[0].name: np.random.default_rng(0).random((1, 3, side, side), dtype=np.float32)}
+session.run(None, feed)
+wall, cpu = [], []
+for _ in range(runs):
+    began, began_cpu = time.perf_counter(), time.process_time()
+    session.run(None, feed)
+    wall.append(time.perf_counter() - began); cpu.append(time.process_time() - began_cpu)
+print(json.dumps({"version": ort.__version__, "wall": wall, "cpu": cpu}))
+"""
+
+
+def measure(python: str, path: Path, side: int, threads: int, runs: int) -> dict[str, object]:
+    completed = subprocess.run([python, "-c", CHILD, str(path), str(side), str(threads), str(runs)],
+                               capture_output=True, text=True, check=True)  # fmt: skip
+    result: dict[str, object] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--new", required=True, help="Python of the environment with the candidate release")
+    parser.add_argument("--old", help="Python of the current environment (default: the shipped server env)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=1, help="child processes per release and model")
+    parser.add_argument("--threads", type=int, default=1, help="the server's default on this 2-core machine")
+    parser.add_argument("--only", default="", help="comma-separated parts of case names")
+    args = parser.parse_args()
+    old = args.old
+    if old is None:
+        sys.path.insert(0, str(HERE.parent))
+        from tests.kit.server_env import cached_environment
+
+        old = str(cached_environment() / ".venv" / "bin" / "python")
+    rows = {}
+    for name, (pattern, side) in CASES.items():
+        if args.only and not any(part in name for part in args.only.split(",")):
+            continue
+        found = sorted(HERE.glob(pattern))
+        if not found:
+            print(f"{name}: {pattern} missing, skipped")
+            continue
+        samples: dict[str, dict[str, list[float]]] = {"old": {"wall": [], "cpu": []}, "new": {"wall": [], "cpu": []}}
+        versions = {}
+        for _ in range(args.rounds):
+            for label, python in (("old", old), ("new", args.new)):
+                result = measure(python, found[-1], side, args.threads, args.runs)
+                versions[label] = result["version"]
+                for key in ("wall", "cpu"):
+                    values = result[key]
+                    assert isinstance(values, list)
+                    samples[label][key] += values
+        medians = {label: {key: statistics.median(v) for key, v in data.items()} for label, data in samples.items()}
+        rows[name] = {"versions": versions, "medians": medians, "samples": samples}
+        print(f"{name:28} {versions['old']} {medians['old']['wall']:7.2f} s (CPU {medians['old']['cpu']:6.2f})  "
+              f"{versions['new']} {medians['new']['wall']:7.2f} s (CPU {medians['new']['cpu']:6.2f})  "
+              f"new/old wall {medians['new']['wall'] / medians['old']['wall']:.3f}, "
+              f"CPU {medians['new']['cpu'] / medians['old']['cpu']:.3f}", flush=True)  # fmt: skip
+    (HERE / "results").mkdir(exist_ok=True)
+    payload = {"threads": args.threads, "load": os.getloadavg(), "rows": rows}
+    (HERE / "results" / "ort_versions.json").write_text(json.dumps(payload, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
