@@ -28,6 +28,14 @@ class ServerIdentityError(RuntimeError):
     """The process answering on the server's port could not prove it is the server; nothing was sent to it."""
 
 
+class ServerUnreachableError(RuntimeError):
+    """No answer from the server's port: nothing listens there (`refused`), or it did not answer in time."""
+
+    def __init__(self, message: str, *, refused: bool) -> None:
+        super().__init__(message)
+        self.refused = refused
+
+
 class AuthenticatedJobClient(JobClient):  # type: ignore[misc]  # BlendJob ships no types
     """A JobClient for one server start: its port and its token, sent only to a process that proves it."""
 
@@ -59,7 +67,10 @@ class AuthenticatedJobClient(JobClient):  # type: ignore[misc]  # BlendJob ships
             response = connection.getresponse()
             data = response.read()
         except (OSError, http.client.HTTPException) as error:
-            raise RuntimeError(f"Unable to reach Job Server: {str(error) or type(error).__name__}") from error
+            raise ServerUnreachableError(
+                f"Unable to reach Job Server: {str(error) or type(error).__name__}",
+                refused=isinstance(error, ConnectionRefusedError),
+            ) from error
         finally:
             connection.close()
         if response.status >= 400:
@@ -82,6 +93,5 @@ class AuthenticatedJobClient(JobClient):  # type: ignore[misc]  # BlendJob ships
         if response.status != 200 or response.will_close or not hmac.compare_digest(proof, expected):
             raise ServerIdentityError(
                 f"The program listening on {self.credentials.host_header} could not prove it is ImageForge's job "
-                "server, so nothing was sent to it; another program (perhaps another user's) holds that port. "
-                "Start the job server again."
+                "server, so nothing was sent to it; another program (perhaps another user's) holds that port."
             )

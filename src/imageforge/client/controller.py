@@ -46,9 +46,9 @@ from ..contract.server_credentials import CredentialsError, ServerCredentials, r
 from ..contract.storage_trust import UntrustedStorageError, check_inside, check_server_files, check_storage_root
 from . import retirement
 from .attachment import Attachment, this_process_kind
-from .authenticated import AuthenticatedJobClient, ServerIdentityError
+from .authenticated import AuthenticatedJobClient, ServerIdentityError, ServerUnreachableError
 from .blendjob_compat import JobRuntimeHooks, ServerControllerHooks
-from .process_identity import ProcessIdentity, RecordedServerProcess, identity_of
+from .process_identity import ProcessIdentity, RecordedServerProcess, holds_listening_port, identity_of
 from .storage_holder import holder_description
 
 if TYPE_CHECKING:
@@ -241,7 +241,9 @@ class ImageForgeServerController(ServerControllerHooks):
         return health
 
     def ensure(self, timeout: float = 60.0) -> ServerConnection:
-        """BlendJob's ensure, except that a server failing its proof, or dying twice while starting, ends it."""
+        """BlendJob's ensure, except that a server dying twice while starting ends it, and a server that can no
+        longer serve anyone (another program answers on its port, or it stopped listening) is retired and a
+        fresh one started on a fresh socket; a server that still listens but fails the proof ends it too."""
         self.auto_start = True
         deadline = time.monotonic() + timeout
         starts = 0
@@ -250,7 +252,13 @@ class ImageForgeServerController(ServerControllerHooks):
                 self.health(timeout=0.5)
                 return self.connection
             except ServerIdentityError:
-                raise
+                if not self._retire_if_unusable():
+                    raise
+            except ServerUnreachableError as error:
+                # Refused: nothing listens (a stopping server closes its socket first); on Windows, where a new
+                # server binds its port itself, only when the OS says the server does not hold it.
+                if not (error.refused and self._retire_if_unusable(certain=True)):
+                    self.close_finished_process()
             except RuntimeError:
                 self.close_finished_process()
             if self.process is None:
@@ -262,6 +270,26 @@ class ImageForgeServerController(ServerControllerHooks):
                         continue  # attached to the folder's running server: it can answer at once
             time.sleep(0.05)
         raise RuntimeError(f"Server did not become ready; log: {self.log_path_factory()}")
+
+    def _retire_if_unusable(self, *, certain: bool = False) -> bool:
+        """Retire the folder's running server if it cannot serve anyone: it does not hold its own port (another
+        program answers there, or nothing does) though the record proves it is the server. True when retired: the
+        next start (after its exit) binds a fresh socket. A server this client started on a socket it bound itself,
+        or one that still holds its port (its credentials file no longer matches), is not retired; nor, when
+        `certain`, one whose sockets the OS does not show (only Linux does)."""
+        process, connection = self.process, self.connection
+        if not isinstance(process, RecordedServerProcess) or connection is None or process.poll() is not None:
+            return False
+        holds = holds_listening_port(process.pid, connection.port)
+        if holds or (certain and holds is None):
+            return False
+        self._end_lease()
+        self.connection = self.process = None
+        self.last_retired = retirement.retire(
+            retirement.RetiringServer(self.root(), process, connection.instance_id, None, grace=self.grace), wait=0.0
+        )
+        self.snapshot = {"state": "STARTING", "message": "The previous server no longer answers on its port"}
+        return True
 
     def attach_running(self, timeout: float = 30.0) -> ServerConnection | None:
         """The folder's running server, attached, or None when none runs; never starts one."""
@@ -377,6 +405,8 @@ class ImageForgeServerController(ServerControllerHooks):
                 self.health(timeout=0.5)
                 return 5.0
             except ServerIdentityError as error:
+                if self._retire_if_unusable():
+                    return 1.0  # starting anew once it has gone (when a job or Start asks for a server)
                 self.snapshot = {"state": "ERROR", "message": str(error)}
                 return 2.0
             except RuntimeError:
@@ -406,11 +436,7 @@ class ImageForgeServerController(ServerControllerHooks):
         self._require_running(job_id)
         try:
             answer = self._connected().client.request("GET", f"/jobs/{job_id}", timeout=STATUS_SECONDS)
-        except ServerIdentityError:
-            raise
-        except RuntimeError as error:
-            if not str(error).startswith("Unable to reach Job Server"):
-                raise
+        except ServerUnreachableError as error:
             self._require_running(job_id)  # it died meanwhile: the crash sentence
             when, last = self.last_answer.setdefault(job_id, (time.monotonic(), {"state": "running", "progress": 0.0}))
             if time.monotonic() - when > STATUS_PATIENCE:

@@ -121,6 +121,23 @@ def send_if_proven(identity: ProcessIdentity, signum: int) -> bool:
     return True
 
 
+def holds_listening_port(pid: int, port: int) -> bool | None:
+    """Whether process `pid` holds the socket listening on loopback `port` (Linux: its descriptors against
+    /proc/net/tcp); None where that cannot be read. Tells a server whose credentials file does not match (it
+    still listens: others may use it) from one whose port another program took (it serves nobody)."""
+    try:
+        inodes = set()
+        for name in ("tcp", "tcp6"):
+            for line in Path(f"/proc/net/{name}").read_text(encoding="ascii").splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                    inodes.add(f"socket:[{fields[9]}]")
+        held = {os.readlink(entry) for entry in Path(f"/proc/{pid}/fd").iterdir()}
+    except (OSError, ValueError, IndexError):
+        return None
+    return bool(inodes & held)
+
+
 # -- the OS readers ----------------------------------------------------------------------------------------------
 
 
