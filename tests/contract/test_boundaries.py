@@ -66,6 +66,14 @@ def test_contract_is_standard_library_only():
         assert all(name.startswith("imageforge.contract") for name in ours), (path, ours)
 
 
+def test_farm_descriptions_are_standard_library_only():
+    """farm/ (OpenJD bundles, the Flamenco job type) is written by the CLI and by Blender's Send to Farm alike."""
+    for path in python_files("farm"):
+        ours = {name for name in imported_names(path) if name.split(".")[0] == "imageforge"}
+        assert imported_modules(path) <= set(sys.stdlib_module_names) | {"imageforge"}, path
+        assert all(name.split(".")[1] in ("contract", "farm") for name in ours if "." in name), (path, ours)
+
+
 def test_the_addon_and_the_cli_never_import_the_server():
     offenders = {}
     for path in addon_and_cli_files():

@@ -31,7 +31,13 @@ def test_a_member_is_its_string_on_the_wire():
 
 def test_provenance_is_declared_by_every_model_job_and_comes_from_the_handler():
     for job_id, spec in JOB_SPECS.items():
-        downloads = job_id in (JobId.DOWNLOAD_MODEL, JobId.DOWNLOAD_REQUIRED_MODELS, JobId.CONVERT_MODEL)  # no session
+        downloads = job_id in (  # no session
+            JobId.DOWNLOAD_MODEL,
+            JobId.DOWNLOAD_REQUIRED_MODELS,
+            JobId.CONVERT_MODEL,
+            JobId.INSPECT_INPUT,
+            JobId.ASSEMBLE_FRAMES,
+        )
         assert (R.PROVENANCE in spec.results) is not downloads, job_id
         if not downloads:
             assert spec.results[R.PROVENANCE].by_handler and spec.results[R.PROVENANCE].optional

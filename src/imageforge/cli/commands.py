@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..client.environment import default_storage_root
 from ..client.job_runner import JobCancelledError, make_runtime, run_job
 from ..client.setup import environment_ready, package_source, prepare_environment
-from ..contract import JOB_SPECS, InputError, job_spec
+from ..contract import JOB_SPECS, InputError, JobSpec, job_spec
 from ..contract.parameters import field_docs, path_parameters, with_absolute_mask_files
 from ..contract.provenance import Provenance
 from ..contract.results import ResultName
@@ -34,6 +34,11 @@ __all__ = [
     "JobCancelledError",
     "TerminatedError",
     "batch",
+    "farm_assemble",
+    "farm_flamenco_job_type",
+    "farm_flamenco_settings",
+    "farm_openjd",
+    "farm_setup_worker",
     "job_files",
     "jobs",
     "models_convert",
@@ -85,15 +90,25 @@ def _export_wheelhouse(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    spec = job_spec(args.job)
-    parameters = parse_assignments(args.parameters)
-    spec.parse(parameters)  # fail fast, before starting a server; the server validates again
-    for name in path_parameters(spec.parameters):  # the server's working folder is the storage root
-        if isinstance(parameters.get(name), str) and parameters[name]:
-            parameters[name] = os.path.abspath(os.path.expanduser(parameters[name]))
-    parameters = with_absolute_mask_files(
-        spec.parameters, parameters, lambda path: os.path.abspath(os.path.expanduser(path))
-    )
+    spec, parameters = _checked_parameters(args)
+    if args.into:
+        if args.output:
+            raise InputError("--into writes frames for a farm and --output copies a job's results; give one of them.")
+        from .frames_into import run_into
+
+        root = _storage_root(args)
+        summary = run_into(
+            spec,
+            parameters,
+            into=args.into,
+            frames=args.frames,
+            run_job=lambda job, values: _run_on_server(root, job, values),
+            say=_say,
+        )
+        print(json.dumps(summary, indent=2))
+        return 0
+    if args.frames:
+        raise InputError("--frames picks the frames of an --into run; give --into DIR too (or use first_frame).")
     output = None
     if args.overwrite and not args.output:
         raise InputError("--overwrite only applies to the files --output copies; give --output FOLDER too.")
@@ -143,6 +158,91 @@ def _run_on_server(root: Path, job_type: str, parameters: dict[str, Any]) -> Job
         finally:
             printer.finish()
             runtime.server.detach()
+
+
+def farm_assemble(args: argparse.Namespace) -> int:
+    from .farm import assemble
+
+    spec, parameters = _checked_parameters(args)
+    root = _storage_root(args)
+    summary = assemble(
+        spec,
+        parameters,
+        into=args.into,
+        output=args.output,
+        run_job=lambda job, values: _run_on_server(root, job, values),
+        say=_say,
+        frames=args.frames,
+    )
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _farm_job(args: argparse.Namespace) -> Any:
+    from .farm import farm_job, inspect
+
+    spec, parameters = _checked_parameters(args)
+    root = _storage_root(args)
+    media = inspect(parameters, lambda job, values: _run_on_server(root, job, values))
+    return farm_job(
+        spec, parameters, media, chunk_size=args.chunk_size, into=args.into, output=args.output,
+        frames=args.frames, name=args.name,
+    )  # fmt: skip
+
+
+def farm_openjd(args: argparse.Namespace) -> int:
+    from .farm import write_openjd
+
+    print(json.dumps(write_openjd(_farm_job(args), args.out, say=_say), indent=2))
+    return 0
+
+
+def farm_flamenco_settings(args: argparse.Namespace) -> int:
+    from ..farm.flamenco import job_settings
+
+    job = _farm_job(args)
+    print(json.dumps({"name": job.title, "type": "imageforge", "settings": job_settings(job)}, indent=2))
+    return 0
+
+
+def farm_flamenco_job_type(args: argparse.Namespace) -> int:
+    from ..farm.flamenco import write_job_type
+
+    path = write_job_type(Path(args.directory).expanduser())
+    _say(f"Wrote {path}; restart the Flamenco Manager (or reload its job types) to offer 'ImageForge frames'.")
+    print(path)
+    return 0
+
+
+def farm_setup_worker(args: argparse.Namespace) -> int:
+    from .farm import setup_worker
+
+    spec, parameters = _checked_parameters(args)
+    root = _storage_root(args)
+    summary = setup_worker(
+        spec,
+        parameters,
+        root=root,
+        prepare=lambda: None if environment_ready(root) else (prepare_environment(root, report=_say), None)[1],
+        run_job=lambda job, values: _run_on_server(root, job, values),
+        say=_say,
+    )
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _checked_parameters(args: argparse.Namespace) -> tuple[JobSpec[Any], dict[str, Any]]:
+    """The job's spec and its `key=value` parameters, checked, with path parameters made absolute."""
+    spec = job_spec(args.job)
+    parameters = parse_assignments(args.parameters)
+    spec.parse(parameters)  # fail fast, before starting a server; the server validates again
+    for name in path_parameters(spec.parameters):  # the server's working folder is the storage root
+        if isinstance(parameters.get(name), str) and parameters[name]:
+            parameters[name] = os.path.abspath(os.path.expanduser(parameters[name]))
+    parameters = with_absolute_mask_files(
+        spec.parameters, parameters, lambda path: os.path.abspath(os.path.expanduser(path))
+    )
+    return spec, parameters
 
 
 def batch(args: argparse.Namespace) -> int:

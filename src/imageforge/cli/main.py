@@ -29,6 +29,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--overwrite", action="store_true", help="With --output: replace existing files (never an input or a folder)"
     )
+    run.add_argument(
+        "--into",
+        metavar="DIR",
+        help="Frame jobs: write each frame as DIR/frame_<source number>.png, safely beside other processes "
+        "writing into DIR; frames already there are kept (a farm chunk; see docs/farm.md)",
+    )
+    run.add_argument(
+        "--frames", metavar="A-B", help="With --into: the frames numbered A to B (a video's from 1), e.g. 137-150"
+    )
     run.set_defaults(handler=commands.run)
 
     batch = sub.add_parser(
@@ -41,6 +50,42 @@ def build_parser() -> argparse.ArgumentParser:
     )
     batch.add_argument("--output", required=True, help="Folder for the results (names never collide nor replace)")
     batch.set_defaults(handler=commands.batch)
+
+    farm = sub.add_parser("farm", help="Run the frame jobs on a render farm (OpenJD/Deadline, Flamenco)")
+    farm_sub = farm.add_subparsers(dest="farm_command", required=True)
+    assemble = farm_sub.add_parser(
+        "assemble", help="Check the chunks' frames and make the deliverable (the video a single run makes)"
+    )
+    assemble.add_argument("job", help="The frame job the chunks ran, e.g. upscale-image")
+    assemble.add_argument("parameters", nargs="*", metavar="key=value", help="The chunks' job parameters")
+    assemble.add_argument("--into", required=True, metavar="DIR", help="The folder the chunks wrote into")
+    assemble.add_argument("--output", metavar="FOLDER", help="Where the assembled video goes (never replaced)")
+    assemble.add_argument("--frames", metavar="A-B", help="The frames numbered A to B (default: the job's range)")
+    assemble.set_defaults(handler=commands.farm_assemble)
+    openjd = farm_sub.add_parser("openjd", help="Write an Open Job Description bundle (Deadline Cloud) for a frame job")
+    flamenco = farm_sub.add_parser("flamenco-settings", help="Print the Flamenco job settings for a frame job")
+    for writer in (openjd, flamenco):
+        writer.add_argument("job", help="A frame job, e.g. remove-background")
+        writer.add_argument("parameters", nargs="*", metavar="key=value", help="Its parameters (input=… required)")
+        writer.add_argument("--chunk-size", type=int, default=10, help="Frames per task (default 10)")
+        writer.add_argument("--frames", metavar="A-B", help="Frame numbers to make (default: the job's range)")
+        writer.add_argument("--into", metavar="DIR", help="Shared frames folder (default: beside the input)")
+        writer.add_argument("--output", metavar="FOLDER", help="Where the video goes (default: beside the input)")
+        writer.add_argument("--name", default="", help="The farm's name for the job")
+    openjd.add_argument("--out", required=True, metavar="BUNDLE", help="The bundle folder to write")
+    openjd.set_defaults(handler=commands.farm_openjd)
+    flamenco.set_defaults(handler=commands.farm_flamenco_settings)
+    job_type = farm_sub.add_parser(
+        "flamenco-job-type", help="Write imageforge.js, the Flamenco job type, into DIR (the Manager's scripts/)"
+    )
+    job_type.add_argument("directory", metavar="DIR")
+    job_type.set_defaults(handler=commands.farm_flamenco_job_type)
+    setup_worker = farm_sub.add_parser(
+        "setup-worker", help="Make this worker ready for a frame job (environment, model, input), before any chunk"
+    )
+    setup_worker.add_argument("job")
+    setup_worker.add_argument("parameters", nargs="*", metavar="key=value")
+    setup_worker.set_defaults(handler=commands.farm_setup_worker)
 
     jobs = sub.add_parser("jobs", help="List jobs and their parameters")
     jobs.set_defaults(handler=commands.jobs)

@@ -26,6 +26,8 @@ class JobId(StrEnum):
     GENERATE_CUTOUT_ARTIFACTS = "generate-cutout-artifacts"
     GENERATE_MULTIVIEW_CAMERAS = "generate-multiview-cameras"
     INPAINT_IMAGE = "inpaint-image"
+    INSPECT_INPUT = "inspect-input"
+    ASSEMBLE_FRAMES = "assemble-frames"
     DEBUG_BEN2 = "debug-ben2"
     DEBUG_UPSCALE = "debug-upscale"
     DEBUG_MOGE = "debug-moge"
@@ -222,6 +224,24 @@ class MultiviewParams:
     export: SceneExport = param(
         SceneExport.NONE, doc="colmap: also a COLMAP text model (zip) with the frames as images."
     )
+
+
+@dataclass(frozen=True)
+class InspectInputParams:
+    input: str = param(doc=_INPUT_DOC, path=True)
+
+
+@dataclass(frozen=True)
+class AssembleFramesParams:
+    input: str = param(doc="The video or frame sequence the frames were made from (a frame job's input).", path=True)
+    frames: str = param(
+        doc="Folder of the frames a frame job wrote with `imageforge run --into` (frame_0001.png…).", path=True
+    )
+    sequence_output: SequenceOutput = param(
+        SequenceOutput.VIDEO, doc="video: one video as a single run makes it; png_sequence: check the frames only."
+    )
+    first_frame: int = _first_frame()
+    frame_count: int = _frame_count()
 
 
 @dataclass(frozen=True)
@@ -428,6 +448,30 @@ GENERATE_MULTIVIEW_CAMERAS: JobSpec[MultiviewParams] = JobSpec(
             _wants_colmap,
         ),
         **PROVENANCE,
+    },
+)
+
+INSPECT_INPUT: JobSpec[InspectInputParams] = JobSpec(
+    JobId.INSPECT_INPUT,
+    "Inspect Input",
+    InspectInputParams,
+    {
+        ResultName.MEDIA: _always(
+            "JSON (contract/media_info.py): kind, size, frame count, frame numbers, frame rate, audio."
+        )
+    },
+)
+ASSEMBLE_FRAMES: JobSpec[AssembleFramesParams] = JobSpec(
+    JobId.ASSEMBLE_FRAMES,
+    "Assemble Frames",
+    AssembleFramesParams,
+    {
+        ResultName.VIDEO: ResultSpec(
+            "With sequence_output=video: the frames as one video, encoded as a single run of the frame job "
+            "encodes it (the source's codec family, frame rate, timestamps, pixel aspect, audio).",
+            when=lambda params: params.sequence_output is SequenceOutput.VIDEO,
+        ),
+        ResultName.SUMMARY: _always("JSON: the frames checked (count, first and last number, size)."),
     },
 )
 

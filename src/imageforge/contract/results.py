@@ -40,6 +40,8 @@ class ResultName(StrEnum):
     CAMERAS = "cameras"
     POINTS = "points"
     COLMAP = "colmap"
+    MEDIA = "media"
+    VIDEO = "video"
     RAW = "raw"
     SUMMARY = "summary"
     PROVENANCE = "provenance"

@@ -110,6 +110,8 @@ RICHER = {
     JobId.GENERATE_MULTIVIEW_CAMERAS: lambda files: {"input": files["frames"]},
     JobId.INPAINT_IMAGE: lambda files: {"input": files["image"], "selection": BOX},
     JobId.DEBUG_DA3: lambda files: {"input": files["frames"]},
+    # the input folder's own frame_0001.png… stand for the frames farm chunks left
+    JobId.ASSEMBLE_FRAMES: lambda files: {"input": files["frames"], "frames": files["frames"]},
 }
 BOX = {"box": [5, 5, 40, 30]}
 

@@ -34,6 +34,9 @@ def draw_frame_tools(layout: bpy.types.UILayout, context: bpy.types.Context) -> 
         row.operator("imageforge.upscale_frames", text=f"Upscale {scale}×", icon="FULLSCREEN_ENTER").scale = scale
     if reason is not None:
         layout.label(text=reason, icon="INFO")
+    farm = layout.row()
+    farm.enabled = found is not None  # writes a farm job: no local server needed
+    farm.operator("imageforge.send_to_farm", icon="NETWORK_DRIVE")
     if getattr(getattr(context, "space_data", None), "type", None) == "SEQUENCE_EDITOR":
         draw_strip_batch(layout, context)
 

@@ -7,29 +7,28 @@ FrameCache (job_steps/frame_cache.py) every finished frame is kept, and frames a
 finished from the same decoded picture are taken from it instead of running the model again.
 
 Results are a video (the source's codec family, frame rate, timestamps and audio; see
-media/video_plan.py) or a numbered PNG sequence (always lossless, always keeps alpha). A video family
-that cannot store transparency gets the result over black, and the job says so.
+media/video_plan.py) or a numbered PNG sequence (always lossless, always keeps alpha), written by
+job_steps/frame_output.py, which assemble-frames shares. A video family that cannot store transparency gets
+the result over black, and the job says so.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 
 from ...contract.jobs import SequenceOutput
 from ...contract.results import ResultName
 from ..job_context import JobContext
-from ..media import Frame, MediaSource, PngSequenceWriter, VideoWriter, plan_video_output
+from ..media import Frame, FrameSlot, MediaSource
 from .frame_cache import FrameCache, frame_key
+from .frame_output import FrameResultWriter
 from .progress import JobProgress
 
 Report = Callable[[float, str], None]  # (fraction of this frame done, detail such as "tile 3/12")
 ProcessFrame = Callable[[Frame, bool, Report], np.ndarray]  # (frame, is last, report) → [0, 1] pixels
-DEFAULT_FRAME_RATE = Fraction(24)
 
 
 def stream_frames(
@@ -56,7 +55,6 @@ def stream_frames(
     finished; it is discarded once the result is written. `on_reused(frame, pixels)` is told of every frame
     taken from the cache (a temporal filter's state follows the frames it did not compute).
     """
-    directory = Path(context.directory)
     positions = positions or range(source.frame_count)
     total = max(len(positions), 1)
     timing = _FrameTiming(total)
@@ -86,39 +84,21 @@ def stream_frames(
                 progress.running((index + 1) / total, warning)
             write(frame, pixels)
 
-    if sequence_output is SequenceOutput.PNG_SEQUENCE:
-        with PngSequenceWriter(directory / result, bits=bits) as writer:
-            frames(lambda frame, pixels: writer.write(frame.number, pixels))
-            progress.writing()
-        _finish(context, cache, timing)
-        return {result: writer.first_file.relative_to(directory).as_posix()}
-
-    plan = plan_video_output(source.video, size=size, alpha=alpha, frame_rate=source.frame_rate or DEFAULT_FRAME_RATE)
-    if alpha and not plan.keeps_alpha:
-        message = (
-            f"{plan.encoder} video cannot store transparency, so the result is over black; "
-            "choose PNG sequence output to keep it."
-        )
-        context.log(message, level="WARNING")
-        context.progress(0.1, message)
-    path = directory / f"{result}{plan.suffix}"
-    trimmed = positions.start > 0
-    audio = source.path if source.has_audio and not trimmed else None
-    if source.has_audio and trimmed:
-        context.log("The range starts after the first frame, so the video result has no audio.", level="WARNING")
-    start_pts: list[int] = []
-
-    def write(frame: Frame, pixels: np.ndarray) -> None:
-        if frame.pts is not None and not start_pts:
-            start_pts.append(frame.pts)
-        video.write(pixels, None if frame.pts is None else frame.pts - start_pts[0])
-
-    with VideoWriter(path, plan, audio_from=audio) as video:
-        frames(write)
+    output = FrameResultWriter(
+        context,
+        source,
+        result=result,
+        sequence_output=sequence_output,
+        size=size,
+        alpha=alpha,
+        bits=bits,
+        trimmed=positions.start > 0,
+    )
+    with output:
+        frames(lambda frame, pixels: output.write(FrameSlot(frame.index, frame.number, frame.pts), pixels))
         progress.writing()
-    context.log(f"Wrote {video.frames_written} frames with {plan.encoder} ({plan.pix_fmt}) to {path.name}")
     _finish(context, cache, timing)
-    return {result: path.name}
+    return output.files
 
 
 def _finish(context: JobContext, cache: FrameCache | None, timing: _FrameTiming) -> None:

@@ -12,7 +12,7 @@ from .image import AlphaMode, Image, SampleKind, from_integers, to_integers
 from .png_stream import write_png
 from .resample import fit_long_edge, fit_long_edge_size, resize, resize_bilinear, resize_image, sample_bilinear
 from .sequence_writer import PngSequenceWriter
-from .source import Frame, MediaKind, MediaSource, open_input
+from .source import Frame, FrameSlot, MediaKind, MediaSource, open_input
 from .video_plan import VideoPlan, plan_video_output
 from .video_write import VideoWriter
 from .writers import write_json, write_npz
@@ -23,6 +23,7 @@ __all__ = [
     "VIDEO_EXTENSIONS",
     "AlphaMode",
     "Frame",
+    "FrameSlot",
     "Image",
     "MediaKind",
     "MediaSource",

@@ -13,6 +13,7 @@ from types import TracebackType
 
 import numpy as np
 
+from ...contract.media_info import FRAME_DIGITS, FRAME_PREFIX
 from .atomic import atomic_directory
 from .png_stream import write_png
 
@@ -20,11 +21,12 @@ from .png_stream import write_png
 class PngSequenceWriter:
     """with PngSequenceWriter(job_dir / "foreground", bits=16) as writer: writer.write(number, pixels)
 
-    Files are named `<prefix><number padded to `padding`>.png`; numbers are the source's frame numbers
-    (or 1, 2, ... for videos) so the result lines up with the source in Blender.
+    Files are named `<prefix><number padded to `padding`>.png` (contract/media_info.py's frame_file_name: the
+    names `imageforge run --into` gives frames too); numbers are the source's frame numbers (or 1, 2, ... for
+    videos) so the result lines up with the source in Blender.
     """
 
-    def __init__(self, directory: Path, *, prefix: str = "frame_", padding: int = 4, bits: int = 8):
+    def __init__(self, directory: Path, *, prefix: str = FRAME_PREFIX, padding: int = FRAME_DIGITS, bits: int = 8):
         self.directory = Path(directory)
         self.prefix, self.padding, self.bits = prefix, padding, bits
         self.numbers: list[int] = []

@@ -18,11 +18,12 @@ from fractions import Fraction
 from pathlib import Path
 
 from ...contract.errors import InputError
+from ...contract.media_info import MediaInfo
 from .formats import STILL_EXTENSIONS, VIDEO_EXTENSIONS, empty, unsupported
 from .image import Image, SampleKind
 from .sequences import FrameSequence, find_in_folder, find_pattern, is_pattern
 from .stills import StillInfo, probe_still, read_still
-from .video_read import VideoInfo, iter_video_frames, probe_video
+from .video_read import VideoInfo, iter_video_frames, iter_video_timestamps, probe_video
 
 _STILL_ONLY = "this tool needs a single still image"
 
@@ -41,6 +42,15 @@ class Frame:
     number: int  # frame number for output names: the sequence's own number, else index + 1
     pts: int | None  # video timestamp in the source stream's time base (pass it to VideoWriter.write)
     image: Image
+
+
+@dataclass(frozen=True)
+class FrameSlot:
+    """Where a frame sits, without its pixels: what a result writer needs of a frame made elsewhere."""
+
+    index: int
+    number: int
+    pts: int | None
 
 
 @dataclass(frozen=True)
@@ -91,6 +101,42 @@ class MediaSource:
                 f"'{self.path.name}' has {self.frame_count} frame(s); the range cannot start at frame {first + 1}."
             )
         return range(first, self.frame_count if count == 0 else min(first + count, self.frame_count))
+
+    @property
+    def numbers(self) -> tuple[int, ...]:
+        """The output frame number of every position (a sequence's own numbers, else position + 1)."""
+        if self.sequence is not None:
+            return self.sequence.numbers
+        return tuple(range(1, self.frame_count + 1))
+
+    def describe(self) -> MediaInfo:
+        """What inspect-input returns: kind, size, frame numbers, frame rate, audio, pixel aspect."""
+        video = self.video
+        return MediaInfo(
+            kind=self.kind.value,
+            width=self.width,
+            height=self.height,
+            numbers=self.numbers,
+            frame_rate=str(video.frame_rate) if video is not None else None,
+            has_audio=self.has_audio,
+            pixel_aspect=str(video.pixel_aspect) if video is not None else "1/1",
+        )
+
+    def frame_slots(self, positions: range | None = None) -> Iterator[FrameSlot]:
+        """The frames' positions, numbers and timestamps as frames() gives them, without decoding pixels
+        (a video is still decoded for its timestamps, in presentation order, but never converted to RGB)."""
+        positions = positions or range(self.frame_count)
+        if self.video is None:
+            numbers = self.numbers
+            for index in positions:
+                yield FrameSlot(index, numbers[index], None)
+            return
+        with _readable(self.path):
+            for index, pts in iter_video_timestamps(self.video):
+                if index >= positions.stop:
+                    break
+                if index >= positions.start:
+                    yield FrameSlot(index, index + 1, pts)
 
     def frames(self, positions: range | None = None) -> Iterator[Frame]:
         """Decode frame after frame (a still is one frame), only those at `positions` (default: all);

@@ -41,9 +41,11 @@ _FAMILIES: dict[str, _Family] = {
 _CONTAINERS = {".mp4": "mp4", ".m4v": "mp4", ".mov": "mov", ".mkv": "matroska", ".webm": "webm"}
 # Visually transparent quality (a result goes back into an edit, possibly for more passes). x264 "veryfast"
 # at CRF 16 measured 0.10 s per 1080p frame here against 0.32 s for "medium": with a GPU model, encoding
-# would otherwise dominate a video job.
+# would otherwise dominate a video job. x264's macroblock tree is off: with it, the same 320×180 frames encoded
+# eight times in one process gave two different files (its SIMD code), so a clip assembled from farm chunks
+# could not be the single run's video bit for bit; without it every encode was the same (docs/farm.md).
 _OPTIONS: dict[str, dict[str, str]] = {
-    "libx264": {"crf": "16", "preset": "veryfast"},
+    "libx264": {"crf": "16", "preset": "veryfast", "x264-params": "mbtree=0"},
     "libx265": {"crf": "18", "preset": "fast", "x265-params": "log-level=error"},
     "libvpx-vp9": {"crf": "20", "row-mt": "1"},
     "libvpx": {"crf": "8"},
@@ -78,6 +80,7 @@ class VideoPlan:
     color_range: int = 0
     color_primaries: int = 0
     color_trc: int = 0
+    pixel_aspect: Fraction = Fraction(1)
 
 
 def plan_video_output(
@@ -102,6 +105,7 @@ def plan_video_output(
         rate, time_base, source_pix = source.frame_rate, source.time_base, source.pix_fmt
         deep = source.sample_kind is SampleKind.UINT16 or codec == "prores"
         tags = (source.colorspace, source.color_range, source.color_primaries, source.color_trc)
+    aspect = source.pixel_aspect if source is not None else Fraction(1)
     family = _FAMILIES[codec]
     encoder = _first_available(family.encoders) or _first_available(_FAMILIES["h264"].encoders) or "mpeg4"
     keeps_alpha = alpha and family.alpha_pix_fmt is not None
@@ -127,6 +131,7 @@ def plan_video_output(
         color_range=tags[1],
         color_primaries=tags[2],
         color_trc=tags[3],
+        pixel_aspect=aspect,
     )
 
 

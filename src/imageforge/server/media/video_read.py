@@ -44,6 +44,7 @@ class VideoInfo:
     color_range: int = 0
     color_primaries: int = 0
     color_trc: int = 0
+    pixel_aspect: Fraction = Fraction(1)  # the sample aspect ratio (1 when square or not stored)
 
     @property
     def has_audio(self) -> bool:
@@ -92,6 +93,7 @@ def probe_video(path: Path) -> VideoInfo:
                 color_range=int(context.color_range or 0),
                 color_primaries=int(context.color_primaries or 0),
                 color_trc=int(context.color_trc or 0),
+                pixel_aspect=Fraction(stream.sample_aspect_ratio or context.sample_aspect_ratio or 1),
             )
     except av.EOFError as error:  # the file ends before the first frame
         raise _no_frames(path) from error
@@ -126,6 +128,21 @@ def iter_video_frames(info: VideoInfo) -> Iterator[tuple[int, int | None, Image]
             for frame in _decoded(container, stream, info):
                 values = frame.to_ndarray(format=target, src_color_range=frame.color_range or None)
                 yield index, frame.pts, Image(from_integers(np.asarray(values)), info.sample_kind)
+                index += 1
+    except av.FFmpegError as error:
+        raise corrupt(info.path, f"frame {index + 1} cannot be decoded") from error
+
+
+def iter_video_timestamps(info: VideoInfo) -> Iterator[tuple[int, int | None]]:
+    """Yield (index, pts) per frame as iter_video_frames does, decoding without converting any pixels
+    (assemble-frames times a result exactly as a single run does, from frames made elsewhere)."""
+    index = 0
+    try:
+        with av.open(str(info.path)) as container:
+            stream = container.streams.video[0]
+            stream.thread_type = "AUTO"
+            for frame in _decoded(container, stream, info):
+                yield index, frame.pts
                 index += 1
     except av.FFmpegError as error:
         raise corrupt(info.path, f"frame {index + 1} cannot be decoded") from error

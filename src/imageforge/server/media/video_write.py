@@ -104,6 +104,8 @@ class VideoWriter:
                 context.bit_rate = plan.bit_rate
             context.colorspace, context.color_range = plan.colorspace, plan.color_range
             context.color_primaries, context.color_trc = plan.color_primaries, plan.color_trc
+            if plan.pixel_aspect != 1:  # anamorphic footage stays anamorphic
+                context.sample_aspect_ratio = plan.pixel_aspect
             self._stream = stream
             self._audio = AudioCopier(self._audio_from, self._container) if self._audio_from else None
             if self._audio is not None:
