@@ -15,7 +15,21 @@ from typing import Any
 
 import bpy
 
+from imageforge.contract.parameters import field_docs
+
 Producer = Callable[[dict[str, Any], Path], dict[str, str]]
+
+
+def chosen(job_type: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """The submitted fields whose value is not the contract's default: what the operator (or a preference) chose.
+    Operators send every field (JobSpec.request); the dict must parse as the server will parse it."""
+    from imageforge.contract import job_spec
+    from imageforge.contract.parameters import to_plain
+
+    spec = job_spec(job_type)
+    assert spec.parse(parameters) is not None and set(parameters) == set(to_plain(spec.parse(parameters)))
+    defaults = {field["name"]: field["default"] for field in field_docs(spec.parameters) if not field["required"]}
+    return {name: value for name, value in parameters.items() if name not in defaults or defaults[name] != value}
 
 
 class RecordingJobServer:

@@ -169,3 +169,27 @@ def test_every_family_of_the_catalog_has_its_two_preferences_with_the_names_user
         assert properties[f"stored_model_{family}"].is_hidden
     prefs.model_inpaint = "LAMA_FP16"
     assert prefs.stored_model_inpaint == "LAMA_FP16"
+
+
+def test_a_job_s_parameters_take_what_the_preferences_decide_and_what_the_tool_gives(prefs, monkeypatch):
+    from imageforge.addon import choices, preferences
+    from imageforge.contract.jobs import CutoutParams, InpaintImageParams, NormalMode
+
+    monkeypatch.setattr(choices, "current_platform", lambda: "linux")
+    prefs.device, prefs.max_input_size, prefs.resolution_level = "cpu", 1024, 5
+    prefs.model_geometry, prefs.model_inpaint = "MOGE2_VITS_NORMAL", "LAMA_FP16"
+    made = preferences.job_parameters(CutoutParams, input="/x.png", normal_mode=NormalMode.OBJECT, max_input_size=512)
+    assert (made.device.value, made.max_input_size, made.resolution_level) == (
+        "cpu",
+        512,
+        5,
+    )  # given beats the preference
+    assert (made.geometry_model, made.background_model, made.inpaint_model) == (
+        "MOGE2_VITS_NORMAL",
+        "BEN2_BASE",
+        "LAMA_FP16",
+    )
+    assert made.normal_mode is NormalMode.OBJECT and made.input == "/x.png"
+    prefs.max_input_size = 2048
+    inpaint = preferences.job_parameters(InpaintImageParams, input="/x.png")
+    assert (inpaint.max_input_size, inpaint.model) == (1024, "LAMA_FP16")  # LaMa's own 1024 default, not the preference

@@ -88,21 +88,19 @@ def test_bad_mask_selections_are_one_sentence(raw, fragment):
     assert fragment in str(caught.value) and str(caught.value).count(". ") == 0
 
 
-def test_mask_files_of_selections_are_made_absolute_for_the_server():
-    from imageforge.contract.jobs import CutoutParams, InpaintImageParams
-    from imageforge.contract.parameters import with_absolute_mask_files
+def test_paths_and_mask_files_of_selections_are_made_absolute_for_the_server():
+    from imageforge.contract.jobs import GENERATE_CUTOUT_ARTIFACTS, INPAINT_IMAGE
+    from imageforge.contract.parameters import with_absolute_paths
 
     def absolute(path: str) -> str:
         return "/work/" + path
 
-    raw = {"input": "photo.png", "selection": "@cat.png"}
-    made = with_absolute_mask_files(CutoutParams, raw, absolute)
-    assert made == {"input": "photo.png", "selection": "@/work/cat.png"}
-    assert raw["selection"] == "@cat.png"  # the caller's dict is left alone
-    spelled = {"selection": {"mask_file": "cat.png"}, "mask": "other.png"}
-    assert with_absolute_mask_files(InpaintImageParams, spelled, absolute) == {
-        "selection": {"mask_file": "/work/cat.png"},
-        "mask": "other.png",  # a path parameter: made absolute by path_parameters' loop, not here
-    }
-    box = {"selection": {"box": [0, 0, 1, 1]}}
-    assert with_absolute_mask_files(CutoutParams, box, absolute) == box
+    given = GENERATE_CUTOUT_ARTIFACTS.parse({"input": "photo.png", "selection": "@cat.png"})
+    made = with_absolute_paths(given, absolute)
+    assert (made.input, made.selection.mask_file) == ("/work/photo.png", "/work/cat.png")
+    assert (given.input, given.selection.mask_file) == ("photo.png", "cat.png")  # a new value; the given one stays
+    spelled = INPAINT_IMAGE.parse({"input": "a.png", "selection": {"mask_file": "cat.png"}, "mask": "other.png"})
+    made = with_absolute_paths(spelled, absolute)
+    assert (made.selection.mask_file, made.mask) == ("/work/cat.png", "/work/other.png")
+    box = GENERATE_CUTOUT_ARTIFACTS.parse({"input": "/abs.png", "selection": {"box": [0, 0, 1, 1]}})
+    assert with_absolute_paths(box, absolute).selection == box.selection

@@ -10,6 +10,7 @@ blank enum, and the saved value is kept until the user picks another one.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, TypeVar
 
 import bpy
 
@@ -19,6 +20,7 @@ from ..client.setup_process import SetupChoices
 from ..contract import Device
 from ..contract.catalog import Catalog, Family, ModelFamily, builtin_families
 from ..contract.jobs import MAX_INPUT_SIZE_DEFAULT
+from ..contract.parameters import model_parameters, setting_parameters
 from ..contract.server_clients import DEFAULT_LINGER_SECONDS, linger_seconds
 from . import EXTENSION_PACKAGE, choices
 from .blender_runtime import server_snapshot
@@ -356,6 +358,24 @@ def job_max_input_size(preferences: ImageForgePreferences | None) -> int:
 
 def job_resolution_level(preferences: ImageForgePreferences | None) -> int:
     return choices.valid_resolution_level(preferences.stored_resolution_level if preferences else None)
+
+
+_SETTINGS = {"device": job_device, "max_input_size": job_max_input_size, "resolution_level": job_resolution_level}
+P = TypeVar("P")
+
+
+def job_parameters(parameters: type[P], **given: Any) -> P:
+    """A job's parameter dataclass with `given`, and every other field the preferences decide: the contract marks
+    them (`param(setting=...)`: Device, Maximum AI Input Size, MoGe Resolution Level; `param(family=...)`: the
+    model chosen for that family)."""
+    preferences = get_preferences()
+    values: dict[str, Any] = {
+        name: _SETTINGS[setting](preferences) for name, setting in setting_parameters(parameters).items()
+    }
+    for name, family in model_parameters(parameters).items():
+        values[name] = job_model(preferences, Family(family))
+    values.update(given)
+    return parameters(**values)
 
 
 def texture_results(preferences: ImageForgePreferences | None) -> str:

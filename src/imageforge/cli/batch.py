@@ -17,6 +17,7 @@ or SIGHUP cancel the running input's job and start no other (cli/cancellation.py
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -28,7 +29,7 @@ from typing import Any
 from ..client.job_runner import JobCancelledError, make_runtime, run_job
 from ..client.setup import environment_ready, prepare_environment
 from ..contract import ImageForgeError, InputError, job_spec
-from ..contract.parameters import field_docs
+from ..contract.parameters import field_docs, with_absolute_paths
 from .arguments import parse_assignments
 from .cancellation import StopSignals
 from .output_placement import OutputFolder
@@ -61,13 +62,20 @@ def split_arguments(job: str, items: list[str]) -> tuple[list[str], dict[str, An
 
 
 def plan_items(job: str, inputs: list[str], parameters: dict[str, Any]) -> list[BatchItem]:
-    """One item per input; the shared parameters are checked once here (a bad one fails the whole command)."""
-    job_spec(job).parse({**parameters, "input": inputs[0]})
+    """One item per input, each the job's typed parameters serialised once; the shared parameters are checked
+    with the first input (a bad one fails the whole command before any job)."""
+    spec = job_spec(job)
+    shared = spec.parse({**parameters, "input": inputs[0]})
     items = []
     for argument in inputs:
-        path = os.path.abspath(os.path.expanduser(argument))
-        items.append(BatchItem(argument, path, {**parameters, "input": path}))
+        path = _absolute(argument)
+        typed = with_absolute_paths(dataclasses.replace(shared, input=path), _absolute)
+        items.append(BatchItem(argument, path, spec.request(typed)))
     return items
+
+
+def _absolute(path: str) -> str:
+    return os.path.abspath(os.path.expanduser(path))
 
 
 def result_label(path: str) -> str:

@@ -13,7 +13,7 @@ from ..client.environment import default_storage_root
 from ..client.job_runner import JobCancelledError, make_runtime, run_job
 from ..client.setup import environment_ready, package_source, prepare_environment
 from ..contract import JOB_SPECS, InputError, JobSpec, job_spec
-from ..contract.parameters import field_docs, path_parameters, with_absolute_mask_files
+from ..contract.parameters import field_docs, path_parameters, with_absolute_paths
 from ..contract.provenance import Provenance
 from ..contract.results import ResultName
 from .arguments import parse_assignments
@@ -90,7 +90,7 @@ def _export_wheelhouse(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    spec, parameters = _checked_parameters(args)
+    spec, parameters, given = _typed_parameters(args)
     if args.into:
         if args.output:
             raise InputError("--into writes frames for a farm and --output copies a job's results; give one of them.")
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         root = _storage_root(args)
         summary = run_into(
             spec,
-            parameters,
+            _given(spec, parameters, given),
             into=args.into,
             frames=args.frames,
             run_job=lambda job, values: _run_on_server(root, job, values),
@@ -115,9 +115,9 @@ def run(args: argparse.Namespace) -> int:
     if args.output:  # checked before the job runs, not after hours of video
         from .output_placement import OutputFolder
 
-        inputs = [parameters[name] for name in path_parameters(spec.parameters) if parameters.get(name)]
+        inputs = [getattr(parameters, name) for name in path_parameters(spec.parameters) if getattr(parameters, name)]
         output = OutputFolder.checked(args.output, inputs=inputs, overwrite=args.overwrite)
-    result = _run_on_server(_storage_root(args), spec.id.value, parameters)
+    result = _run_on_server(_storage_root(args), spec.id.value, spec.request(parameters))
     provenance = Provenance.of_result(result)
     print_warnings(provenance, _say)
     files = {name: result.file(name) for name in result.value}
@@ -231,18 +231,29 @@ def farm_setup_worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def _checked_parameters(args: argparse.Namespace) -> tuple[JobSpec[Any], dict[str, Any]]:
-    """The job's spec and its `key=value` parameters, checked, with path parameters made absolute."""
+def _typed_parameters(args: argparse.Namespace) -> tuple[JobSpec[Any], Any, set[str]]:
+    """The job's spec, its typed parameters from the `key=value` words (checked before any server starts; path
+    parameters and mask files made absolute, since the server's working folder is the storage root), and the
+    names the user gave."""
     spec = job_spec(args.job)
-    parameters = parse_assignments(args.parameters)
-    spec.parse(parameters)  # fail fast, before starting a server; the server validates again
-    for name in path_parameters(spec.parameters):  # the server's working folder is the storage root
-        if isinstance(parameters.get(name), str) and parameters[name]:
-            parameters[name] = os.path.abspath(os.path.expanduser(parameters[name]))
-    parameters = with_absolute_mask_files(
-        spec.parameters, parameters, lambda path: os.path.abspath(os.path.expanduser(path))
-    )
-    return spec, parameters
+    given = parse_assignments(args.parameters)
+    return spec, with_absolute_paths(spec.parse(given), _absolute), set(given)
+
+
+def _given(spec: JobSpec[Any], parameters: Any, given: set[str]) -> dict[str, Any]:
+    """The fields the user gave, as the typed parameters serialise them (what a farm job records and repeats)."""
+    request = spec.request(parameters)
+    return {name: request[name] for name in given}
+
+
+def _checked_parameters(args: argparse.Namespace) -> tuple[JobSpec[Any], dict[str, Any]]:
+    """The job's spec and the parameters the user gave, checked and serialised once (see `_typed_parameters`)."""
+    spec, parameters, given = _typed_parameters(args)
+    return spec, _given(spec, parameters, given)
+
+
+def _absolute(path: str) -> str:
+    return os.path.abspath(os.path.expanduser(path))
 
 
 def batch(args: argparse.Namespace) -> int:

@@ -83,11 +83,21 @@ def _frame_count() -> int:
 
 
 def _device() -> Device:
-    return param(Device.AUTO, doc=_DEVICE_DOC)
+    return param(Device.AUTO, doc=_DEVICE_DOC, setting="device")
 
 
 def _max_input_size() -> int:
-    return param(MAX_INPUT_SIZE_DEFAULT, doc=_SIZE_DOC, minimum=1, maximum=MAX_INPUT_SIZE_LIMIT)
+    return param(
+        MAX_INPUT_SIZE_DEFAULT, doc=_SIZE_DOC, minimum=1, maximum=MAX_INPUT_SIZE_LIMIT, setting="max_input_size"
+    )
+
+
+def _model(family: str) -> str | None:
+    return param(None, doc=_MODEL_DOC, family=family)
+
+
+def _resolution_level(doc: str) -> int:
+    return param(RESOLUTION_LEVEL_DEFAULT, doc=doc, minimum=0, maximum=RESOLUTION_LEVEL_MAX, setting="resolution_level")
 
 
 @dataclass(frozen=True)
@@ -113,7 +123,7 @@ class RemoveBackgroundParams:
     first_frame: int = _first_frame()
     frame_count: int = _frame_count()
     steady_edges: bool = param(False, doc="Videos: smooth the matte over time where the picture does not move.")
-    model: str | None = param(None, doc=_MODEL_DOC)
+    model: str | None = _model("background")
     device: Device = _device()
     max_input_size: int = _max_input_size()
 
@@ -131,7 +141,7 @@ class UpscaleImageParams:
     sequence_output: SequenceOutput = param(SequenceOutput.VIDEO, doc="For videos and sequences.")
     first_frame: int = _first_frame()
     frame_count: int = _frame_count()
-    model: str | None = param(None, doc=_MODEL_DOC)
+    model: str | None = _model("upscale")
     device: Device = _device()
     max_input_size: int = _max_input_size()
 
@@ -143,7 +153,7 @@ class RefineImageSelectionParams:
     padding: int = param(
         REFINE_PADDING_DEFAULT, doc="Context pixels added around the selection.", minimum=0, maximum=4096
     )
-    model: str | None = param(None, doc=_MODEL_DOC)
+    model: str | None = _model("background")
     device: Device = _device()
     max_input_size: int = _max_input_size()
 
@@ -151,10 +161,8 @@ class RefineImageSelectionParams:
 @dataclass(frozen=True)
 class DepthPlaneParams:
     input: str = param(doc="Path of a still image.", path=True)
-    resolution_level: int = param(
-        RESOLUTION_LEVEL_DEFAULT, doc="MoGe-2 detail level (token budget).", minimum=0, maximum=RESOLUTION_LEVEL_MAX
-    )
-    model: str | None = param(None, doc=_MODEL_DOC)
+    resolution_level: int = _resolution_level("MoGe-2 detail level (token budget).")
+    model: str | None = _model("geometry")
     device: Device = _device()
     max_input_size: int = _max_input_size()
 
@@ -166,15 +174,15 @@ class CutoutParams:
     refine: bool = param(False, doc="Refine the selection with the background model first.")
     generate_depth: bool = param(False, doc="Also write depth for a displaced cutout.")
     normal_mode: NormalMode = param(NormalMode.NONE, doc="Normal map to write, if any.")
-    resolution_level: int = param(
-        RESOLUTION_LEVEL_DEFAULT, doc="MoGe-2 detail level.", minimum=0, maximum=RESOLUTION_LEVEL_MAX
+    resolution_level: int = _resolution_level("MoGe-2 detail level.")
+    geometry_model: str | None = param(None, doc="Catalog key of the geometry model; null: default.", family="geometry")
+    background_model: str | None = param(
+        None, doc="Catalog key of the background model; null: default.", family="background"
     )
-    geometry_model: str | None = param(None, doc="Catalog key of the geometry model; null: default.")
-    background_model: str | None = param(None, doc="Catalog key of the background model; null: default.")
     fill_behind: bool = param(
         False, doc="Also write the clean plate (the cut-out region inpainted) and, with depth, the background depth."
     )
-    inpaint_model: str | None = param(None, doc="Catalog key of the inpainting model; null: default.")
+    inpaint_model: str | None = param(None, doc="Catalog key of the inpainting model; null: default.", family="inpaint")
     device: Device = _device()
     max_input_size: int = _max_input_size()
 
@@ -186,7 +194,7 @@ class InpaintImageParams:
         None, doc="Path of a grey or alpha image of the input's shape: white (or opaque) = fill.", path=True
     )
     selection: Selection | None = param(None, doc="Region to fill, in image pixels (instead of a mask).")
-    model: str | None = param(None, doc=_MODEL_DOC)
+    model: str | None = _model("inpaint")
     device: Device = _device()
     max_input_size: int = param(INPAINT_INPUT_SIZE_DEFAULT, doc=_SIZE_DOC, minimum=32, maximum=MAX_INPUT_SIZE_LIMIT)
 
@@ -200,7 +208,7 @@ class MultiviewParams:
     memory_budget_gib: float = param(
         MEMORY_BUDGET_GIB_DEFAULT, doc="Attention memory allowed per model run (GiB).", minimum=0.1, maximum=1024
     )
-    model: str | None = param(None, doc=_MODEL_DOC)
+    model: str | None = _model("multiview")
     device: Device = _device()
     points: bool = param(False, doc="Also return the confident depth pixels as one point cloud (binary PLY).")
     point_frame_step: int = param(
@@ -272,6 +280,15 @@ class JobSpec(Generic[P]):
         from .parameters import parse_parameters
 
         return parse_parameters(self.parameters, raw)
+
+    def request(self, parameters: P) -> dict[str, Any]:
+        """`parameters` as the plain dict a client submits, made once and checked by the parser the server
+        applies (an InputError names the first value it refuses), so a bad request never leaves the client."""
+        from .parameters import to_plain
+
+        plain = to_plain(parameters)
+        self.parse(plain)
+        return plain
 
     def expected_results(self, parameters: P) -> frozenset[ResultName]:
         """The results the job itself returns for these parsed parameters (provenance comes from the handler)."""

@@ -32,6 +32,8 @@ def param(
     choices: tuple[Any, ...] | None = None,
     max_length: int = 4096,
     path: bool = False,
+    setting: str | None = None,
+    family: str | None = None,
 ) -> T: ...
 
 
@@ -44,6 +46,8 @@ def param(
     choices: tuple[Any, ...] | None = None,
     max_length: int = 4096,
     path: bool = False,
+    setting: str | None = None,
+    family: str | None = None,
 ) -> Any: ...
 
 
@@ -56,14 +60,21 @@ def param(
     choices: tuple[Any, ...] | None = None,
     max_length: int = 4096,
     path: bool = False,
+    setting: str | None = None,
+    family: str | None = None,
 ) -> Any:
     """Declare one job parameter: its default (omit for required), documentation and limits.
 
     `path=True` marks a file-system path: the server opens it as given, so a client resolves relative paths
     against its own working folder before submitting (the server runs in the storage root).
+    `setting` names the user setting a client fills the field from when it has one (`device`, `max_input_size`,
+    `resolution_level`: the add-on's preferences of those names); `family` marks a catalog key of a model of that
+    family, which a client fills from its choice for the family (the add-on's `model_<family>` preference).
     """
     metadata = {
         "path": path,
+        "setting": setting,
+        "family": family,
         "doc": doc,
         "minimum": minimum,
         "maximum": maximum,
@@ -203,25 +214,52 @@ def _finite_number(name: str, value: Any) -> float:
     return float(value)
 
 
+def to_plain(parameters: object) -> dict[str, Any]:
+    """A parameter dataclass as the plain dict a job is submitted with (enums by value, selections as their
+    JSON shape); `parse_parameters` reads it back to an equal value."""
+    plain: dict[str, Any] = {}
+    for field in dataclasses.fields(parameters):  # type: ignore[arg-type]  # a parameter dataclass (module doc)
+        plain[field.name] = _plain_value(getattr(parameters, field.name))
+    return plain
+
+
+def _plain_value(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Selection):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [_plain_value(item) for item in value]
+    return value
+
+
+def setting_parameters(cls: type) -> dict[str, str]:
+    """{field name: the user setting it is filled from} (`param(setting=...)`)."""
+    return {field.name: field.metadata["setting"] for field in dataclasses.fields(cls) if field.metadata.get("setting")}
+
+
+def model_parameters(cls: type) -> dict[str, str]:
+    """{field name: the model family whose catalog key it holds} (`param(family=...)`)."""
+    return {field.name: field.metadata["family"] for field in dataclasses.fields(cls) if field.metadata.get("family")}
+
+
 def path_parameters(cls: type) -> tuple[str, ...]:
     """Names of the parameters that hold file-system paths."""
     return tuple(field.name for field in dataclasses.fields(cls) if field.metadata.get("path"))
 
 
-def with_absolute_mask_files(cls: type, raw: dict[str, Any], absolute: Callable[[str], str]) -> dict[str, Any]:
-    """`raw` with every selection's mask file (`"@mask.png"` or `{"mask_file": ...}`) made `absolute`: the
-    server opens it as given, from the storage root (see `param(path=True)`)."""
-    hints = typing.get_type_hints(cls)
-    changed = dict(raw)
-    for field in dataclasses.fields(cls):
-        if _unwrap_optional(hints[field.name])[0] is not Selection:
-            continue
-        value = raw.get(field.name)
-        if isinstance(value, str) and value.startswith("@") and len(value) > 1:
-            changed[field.name] = "@" + absolute(value[1:])
-        elif isinstance(value, dict) and isinstance(value.get("mask_file"), str) and value["mask_file"]:
-            changed[field.name] = {**value, "mask_file": absolute(value["mask_file"])}
-    return changed
+def with_absolute_paths(parameters: T, absolute: Callable[[str], str]) -> T:
+    """`parameters` with every path made `absolute`: the path fields (`param(path=True)`) and the mask file of every
+    selection. The server opens them as given, from the storage root, so a client resolves them against its own
+    working folder first."""
+    changes: dict[str, Any] = {}
+    for field in dataclasses.fields(parameters):  # type: ignore[arg-type]  # a parameter dataclass (module doc)
+        value = getattr(parameters, field.name)
+        if field.metadata.get("path") and isinstance(value, str) and value:
+            changes[field.name] = absolute(value)
+        elif isinstance(value, Selection) and value.mask_file:
+            changes[field.name] = dataclasses.replace(value, mask_file=absolute(value.mask_file))
+    return dataclasses.replace(parameters, **changes)  # type: ignore[type-var]  # a parameter dataclass
 
 
 def field_docs(cls: type) -> list[dict[str, Any]]:

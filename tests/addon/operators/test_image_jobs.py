@@ -10,7 +10,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 import pytest
-from job_server import run_job_operator
+from job_server import chosen, run_job_operator
 from result_files import write_exr, write_png_gray16, write_png_rgba
 from scenes import image_object, load_photo, photo_pixels, undo_steps
 
@@ -48,12 +48,9 @@ def test_remove_background_replaces_the_image_in_place(job_server, photo, tmp_pa
     assert run_job_operator(bpy.ops.imageforge.remove_background) == {"FINISHED"}
     [(job_type, parameters)] = job_server.submitted
     assert job_type == "remove-background"
-    assert parameters == {
+    assert chosen("remove-background", parameters) == {
         "input": str(tmp_path / "photo.png"),  # a saved, unchanged file is sent as it is
-        "output_kind": "foreground",
-        "model": "BEN2_BASE",
-        "device": "auto",
-        "max_input_size": 2048,
+        "model": "BEN2_BASE",  # the preference's choice (output_kind foreground, device auto, 2048 px: defaults)
     }
     image = bpy.data.images["Photo"]
     assert bpy.data.materials["Photo Plane"].node_tree.nodes["Image Texture"].image == image  # same datablock

@@ -2,9 +2,10 @@
 client/blendjob_compat.JobOperatorHooks, which gives its end-of-job and progress hooks public names).
 
 The flow is BlendJob's (execute → submit → modal polling → response → cleanup), with these house rules:
-- Inputs are validated in execute() before anything is submitted; the parameters are built there explicitly
-  (never BlendJob's default of sending every annotated property) and checked against the job's contract, so a
-  bad request is a warning in Blender instead of a server round trip.
+- Inputs are validated in execute() before anything is submitted: prepare() builds the job's parameter dataclass
+  explicitly (never BlendJob's default of sending every annotated property), and the job's spec serialises it
+  once (JobSpec.request), checked by the parser the server applies, so a bad request is a warning in Blender
+  instead of a server round trip.
 - Blender data changes only in response(), which lands the result and pushes one undo step named after the
   operator. The operator itself has no UNDO flag: Blender would push a second, empty step when the modal ends.
 - ImageForge errors reach the user as reports; BlendJob reports OSError/RuntimeError/TypeError/ValueError,
@@ -39,7 +40,6 @@ from ...client.blendjob_compat import JobOperatorHooks
 from ...contract import ImageForgeError, InputError, job_spec
 from ...contract.job_state import FailureKind, failure_kind
 from ...contract.provenance import Provenance
-from .. import preferences
 from .availability import poll_with_reason, server_reason
 
 JOB_POLL_INTERVAL = 0.05  # a status request is a few ms; BlendJob's 0.25 s made every job wait
@@ -63,16 +63,21 @@ class ImageForgeJobOperator(JobOperatorHooks):
 
     # -- before submitting ------------------------------------------------------------------------------------
 
-    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
-        """Validate the inputs and return the job's parameters. Raise ImageForgeError to refuse."""
+    def prepare(self, context: bpy.types.Context) -> Any:
+        """Validate the inputs and return the job's parameter dataclass (preferences.job_parameters fills what
+        the preferences decide). Raise ImageForgeError to refuse."""
         raise NotImplementedError
+
+    def job_request(self, context: bpy.types.Context) -> dict[str, Any]:
+        """The plain dict this run submits: prepare()'s parameters serialised once by the job's spec, checked by
+        the parser the server applies (a refusal is a warning here, not a round trip)."""
+        return job_spec(self.job_type).request(self.prepare(context))
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         self.job_type = self.job_id.value
         self._temporary: Path | None = None
         try:
-            parameters = self.prepare(context)
-            job_spec(self.job_type).parse(parameters)  # the contract the server applies, checked here first
+            parameters = self.job_request(context)
         except (ImageForgeError, OSError) as error:
             self.report_outcome("WARNING", str(error))
             self.cleanup()
@@ -139,16 +144,6 @@ class ImageForgeJobOperator(JobOperatorHooks):
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
             self._temporary = None
-
-    # -- preferences every job sends ----------------------------------------------------------------------------
-
-    @staticmethod
-    def common_parameters() -> dict[str, Any]:
-        prefs = preferences.get_preferences()
-        return {
-            "device": preferences.job_device(prefs).value,
-            "max_input_size": preferences.job_max_input_size(prefs),
-        }
 
 
 def fallback_report(provenance: Provenance) -> str | None:

@@ -48,7 +48,8 @@ class BatchJobOperator(ImageForgeJobOperator):
     def batch_items(self, context: bpy.types.Context) -> list[str]:
         raise NotImplementedError
 
-    def item_parameters(self, context: bpy.types.Context, index: int) -> dict[str, Any]:
+    def item_parameters(self, context: bpy.types.Context, index: int) -> Any:
+        """The item's parameter dataclass (serialised by `_next_parameters`)."""
         raise NotImplementedError
 
     def land_item(self, context: bpy.types.Context, index: int, result: JobResult) -> None:
@@ -56,7 +57,7 @@ class BatchJobOperator(ImageForgeJobOperator):
 
     # -- the first item goes through ImageForgeJobOperator.execute ----------------------------------------------
 
-    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
+    def job_request(self, context: bpy.types.Context) -> dict[str, Any]:
         self._items = self.batch_items(context)
         self._outcome = BatchOutcome()
         self._index = -1
@@ -71,9 +72,7 @@ class BatchJobOperator(ImageForgeJobOperator):
         while self._index + 1 < len(self._items):
             self._index += 1
             try:
-                parameters = self.item_parameters(context, self._index)
-                job_spec(self.job_id.value).parse(parameters)
-                return parameters
+                return job_spec(self.job_id.value).request(self.item_parameters(context, self._index))
             except (ImageForgeError, OSError) as error:
                 self._outcome.failed.append((self._items[self._index], str(error)))
         return None

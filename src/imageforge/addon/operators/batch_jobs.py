@@ -12,10 +12,10 @@ import bpy
 from blendjob import JobResult
 
 from ...contract import InputError, JobId
-from ...contract.catalog import Family
-from ...contract.jobs import OutputKind, SequenceOutput
+from ...contract.jobs import OutputKind, RemoveBackgroundParams, SequenceOutput, UpscaleImageParams
 from ...contract.results import ResultName
 from .. import preferences
+from ..preferences import job_parameters
 from ..scene import sequencer
 from ..scene.active_image import image_problem, job_input_path
 from ..scene.frame_results import land_frames
@@ -64,17 +64,13 @@ class IMAGEFORGE_OT_upscale_textures(BatchJobOperator, bpy.types.Operator):
             raise InputError(f"{NO_TEXTURES}.")
         return images
 
-    def item_parameters(self, _context: bpy.types.Context, index: int) -> dict[str, Any]:
+    def item_parameters(self, _context: bpy.types.Context, index: int) -> UpscaleImageParams:
         image = self._image(index)
         problem = image_problem(image)
         if problem:
             raise InputError(f"{problem}.")
-        return {
-            "input": str(job_input_path(image, self.temporary_directory() / str(index))),
-            "scale": int(self.scale),
-            "model": preferences.job_model(preferences.get_preferences(), Family("upscale")),
-            **self.common_parameters(),
-        }
+        path = job_input_path(image, self.temporary_directory() / str(index))
+        return job_parameters(UpscaleImageParams, input=str(path), scale=int(self.scale))
 
     def land_item(self, _context: bpy.types.Context, index: int, result: JobResult) -> None:
         mode = TextureResults(preferences.texture_results(preferences.get_preferences()))
@@ -110,19 +106,18 @@ class IMAGEFORGE_OT_remove_background_strips(BatchJobOperator, bpy.types.Operato
         self._sources: dict[int, Any] = {}
         return strips
 
-    def item_parameters(self, _context: bpy.types.Context, index: int) -> dict[str, Any]:
+    def item_parameters(self, _context: bpy.types.Context, index: int) -> RemoveBackgroundParams:
         source = strip_source(self._strip(index))
         self._sources[index] = source
-        return {
-            "input": source.job_input,
-            "first_frame": source.first_frame,
-            "frame_count": source.frame_count,
-            "sequence_output": SequenceOutput.PNG_SEQUENCE.value,
-            "output_kind": OutputKind.FOREGROUND.value,
-            "steady_edges": self.steady_edges,
-            "model": preferences.job_model(preferences.get_preferences(), Family("background")),
-            **self.common_parameters(),
-        }
+        return job_parameters(
+            RemoveBackgroundParams,
+            input=source.job_input,
+            first_frame=source.first_frame,
+            frame_count=source.frame_count,
+            sequence_output=SequenceOutput.PNG_SEQUENCE,
+            output_kind=OutputKind.FOREGROUND,
+            steady_edges=self.steady_edges,
+        )
 
     def land_item(self, _context: bpy.types.Context, index: int, result: JobResult) -> None:
         land_frames(self._scene(), self._sources[index], result.file(ResultName.FOREGROUND), "Cutout")

@@ -15,9 +15,9 @@ from blendjob import JobResult
 from mathutils import Matrix
 
 from ...contract import InputError, JobId
-from ...contract.catalog import Family
+from ...contract.jobs import MultiviewParams
 from ...contract.results import ResultName
-from .. import preferences
+from ..preferences import job_parameters
 from ..scene.animation import keyframe_matrices
 from ..scene.camera_path import read_camera_path
 from ..scene.intrinsics import camera_fit
@@ -74,20 +74,18 @@ class IMAGEFORGE_OT_camera_path_from_video(ImageForgeJobOperator, bpy.types.Oper
         self.layout.prop(self, "max_frames")
         self.layout.prop(self, "windowed")
 
-    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
+    def prepare(self, context: bpy.types.Context) -> MultiviewParams:
         source = find_video_source(context, self.filepath)
         if source is None:
             raise InputError(f"{NO_VIDEO}.")
         self._source = source
-        prefs = preferences.get_preferences()
-        return {
-            "input": source.job_input,
-            "frame_step": self.frame_step,
-            "max_frames": self.max_frames,
-            "windowed": self.windowed,
-            "model": preferences.job_model(prefs, Family("multiview")),
-            "device": preferences.job_device(prefs).value,
-        }
+        return job_parameters(
+            MultiviewParams,
+            input=source.job_input,
+            frame_step=self.frame_step,
+            max_frames=self.max_frames,
+            windowed=self.windowed,
+        )
 
     def land(self, context: bpy.types.Context, result: JobResult) -> str:
         source: VideoSource = self._source

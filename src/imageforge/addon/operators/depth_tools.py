@@ -9,8 +9,6 @@ import bpy
 import numpy as np
 from mathutils import Matrix, Vector
 
-from ...contract.catalog import Family
-from .. import preferences
 from ..scene.depth_grid import (
     SUBDIVISION_MAX,
     SUBDIVISION_MIN,
@@ -70,21 +68,6 @@ class DepthTearing:
 
 def torn_note(grid: GridMesh) -> str:
     return f", {grid.torn} faces torn at depth jumps" if grid.torn else ""
-
-
-def geometry_parameters() -> dict[str, Any]:
-    prefs = preferences.get_preferences()
-    return {"resolution_level": preferences.job_resolution_level(prefs)}
-
-
-def cutout_models() -> dict[str, str]:
-    """The models a generate-cutout-artifacts job runs (geometry, matte, clean plate), from the preferences."""
-    prefs = preferences.get_preferences()
-    return {
-        "geometry_model": preferences.job_model(prefs, Family("geometry")),
-        "background_model": preferences.job_model(prefs, Family("background")),
-        "inpaint_model": preferences.job_model(prefs, Family("inpaint")),
-    }
 
 
 def displaced_cutout(

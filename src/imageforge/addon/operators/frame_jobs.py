@@ -15,10 +15,9 @@ import bpy
 from blendjob import JobResult
 
 from ...contract import JobId
-from ...contract.catalog import Family
-from ...contract.jobs import OutputKind, SequenceOutput
+from ...contract.jobs import OutputKind, RemoveBackgroundParams, SequenceOutput, UpscaleImageParams
 from ...contract.results import ResultName
-from .. import preferences
+from ..preferences import job_parameters
 from ..scene.frame_results import land_frames
 from ..scene.frame_sources import NO_FRAMES, FrameRange, FrameSource, find_frame_source, frame_source_datablock
 from .availability import server_reason
@@ -56,6 +55,7 @@ class FrameTool:
         return frames_reason(context)
 
     def frame_parameters(self, context: bpy.types.Context) -> dict[str, Any]:
+        """The fields both frame tools send: the clip's file and frames, written as a PNG sequence."""
         source = find_frame_source(context, FrameRange(self.frame_range))
         self._source: FrameSource = source
         self._scene_name = context.scene.name
@@ -63,8 +63,7 @@ class FrameTool:
             "input": source.job_input,
             "first_frame": source.first_frame,
             "frame_count": source.frame_count,
-            "sequence_output": SequenceOutput.PNG_SEQUENCE.value,
-            **self.common_parameters(),
+            "sequence_output": SequenceOutput.PNG_SEQUENCE,
         }
 
     def land_result(self, first_file, label: str, *, scale: int = 1) -> str:
@@ -84,13 +83,13 @@ a new PNG sequence with alpha beside the source"""
 
     steady_edges: steady_edges_property()
 
-    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
-        return {
+    def prepare(self, context: bpy.types.Context) -> RemoveBackgroundParams:
+        return job_parameters(
+            RemoveBackgroundParams,
             **self.frame_parameters(context),
-            "steady_edges": self.steady_edges,
-            "output_kind": OutputKind.FOREGROUND.value,
-            "model": preferences.job_model(preferences.get_preferences(), Family("background")),
-        }
+            steady_edges=self.steady_edges,
+            output_kind=OutputKind.FOREGROUND,
+        )
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
         return "Removed the background: " + self.land_result(result.file(ResultName.FOREGROUND), "Cutout")
@@ -107,12 +106,8 @@ PNG sequence beside the source"""
 
     scale: scale_property("2")
 
-    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
-        return {
-            **self.frame_parameters(context),
-            "scale": int(self.scale),
-            "model": preferences.job_model(preferences.get_preferences(), Family("upscale")),
-        }
+    def prepare(self, context: bpy.types.Context) -> UpscaleImageParams:
+        return job_parameters(UpscaleImageParams, **self.frame_parameters(context), scale=int(self.scale))
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
         scale = int(self.scale)

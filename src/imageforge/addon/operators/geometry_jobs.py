@@ -8,10 +8,9 @@ import bpy
 from blendjob import JobResult
 
 from ...contract import InputError, JobId
-from ...contract.catalog import Family
-from ...contract.jobs import NormalMode
+from ...contract.jobs import CutoutParams, DepthPlaneParams, NormalMode
 from ...contract.results import ResultName
-from .. import preferences
+from ..preferences import job_parameters
 from ..scene.background_plane import (
     SUBDIVISIONS,
     depth_planes_of,
@@ -30,9 +29,7 @@ from ..scene.pixels import read_data_file
 from .base import ImageForgeJobOperator
 from .depth_tools import (
     DepthTearing,
-    cutout_models,
     displaced_cutout,
-    geometry_parameters,
     refine_property,
     subdivision_property,
     torn_note,
@@ -56,13 +53,8 @@ class IMAGEFORGE_OT_depth_plane(DepthTearing, ImageTool, ImageForgeJobOperator, 
 
     subdivisions: subdivision_property(7)
 
-    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
-        image = self.target_image(context)
-        return {
-            **self.input_parameters(image),
-            **geometry_parameters(),
-            "model": preferences.job_model(preferences.get_preferences(), Family("geometry")),
-        }
+    def prepare(self, context: bpy.types.Context) -> DepthPlaneParams:
+        return job_parameters(DepthPlaneParams, input=self.input_path(self.target_image(context)))
 
     def land(self, context: bpy.types.Context, result: JobResult) -> str:
         image = self.landed_image()
@@ -118,7 +110,7 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
             return start_drawing(self, "CUTOUT", displace=self.displace)
         return self.execute(context)
 
-    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
+    def prepare(self, context: bpy.types.Context) -> CutoutParams:
         image = self.target_image(context)
         selection = parse_selection(self.selection, image) if self.selection else None
         normal_mode = NormalMode.NONE
@@ -126,16 +118,15 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
             normal_mode = NormalMode.OBJECT if self.displace else NormalMode.TANGENT
         self._normal_mode = normal_mode
         self._fill = self.fill_behind and bool(depth_planes_of(image))
-        return {
-            **self.input_parameters(image),
-            **geometry_parameters(),
-            **cutout_models(),
-            "selection": selection,
-            "refine": self.refine,
-            "generate_depth": self.displace or self._fill,  # the background depth comes with the geometry
-            "normal_mode": normal_mode.value,
-            "fill_behind": self._fill,
-        }
+        return job_parameters(
+            CutoutParams,
+            input=self.input_path(image),
+            selection=selection,
+            refine=self.refine,
+            generate_depth=self.displace or self._fill,  # the background depth comes with the geometry
+            normal_mode=normal_mode,
+            fill_behind=self._fill,
+        )
 
     def land(self, context: bpy.types.Context, result: JobResult) -> str:
         source = self.landed_image()

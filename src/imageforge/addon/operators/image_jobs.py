@@ -8,10 +8,9 @@ import bpy
 from blendjob import JobResult
 
 from ...contract import InputError, JobId
-from ...contract.catalog import Family
-from ...contract.jobs import OutputKind
+from ...contract.jobs import OutputKind, RefineImageSelectionParams, RemoveBackgroundParams, UpscaleImageParams
 from ...contract.results import ResultName
-from .. import preferences
+from ..preferences import job_parameters
 from ..scene.active_image import find_active_image
 from ..scene.pixels import read_data_file
 from ..scene.replace import matte_from_file, multiply_alpha, replace_from_file, replace_within
@@ -30,16 +29,12 @@ class IMAGEFORGE_OT_remove_background(ImageTool, ImageForgeJobOperator, bpy.type
     listings = (Listing(Surface.TOOLS_MENU, 10, "IMAGE_RGB_ALPHA"), Listing(Surface.TOOLS_PANEL, 10, "IMAGE_RGB_ALPHA"))
     job_id = JobId.REMOVE_BACKGROUND
 
-    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
+    def prepare(self, context: bpy.types.Context) -> RemoveBackgroundParams:
         image = self.target_image(context)
         # Float (HDR) images get the matte only and are multiplied here: their values never pass through PNG.
         self._float = image.is_float
         kind = OutputKind.ALPHA if self._float else OutputKind.FOREGROUND
-        return {
-            **self.input_parameters(image),
-            "output_kind": kind.value,
-            "model": preferences.job_model(preferences.get_preferences(), Family("background")),
-        }
+        return job_parameters(RemoveBackgroundParams, input=self.input_path(image), output_kind=kind)
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
         image = self.landed_image()
@@ -94,13 +89,9 @@ class IMAGEFORGE_OT_upscale_image(ImageTool, ImageForgeJobOperator, bpy.types.Op
             width, height = target_size(found.image, int(self.scale))
             self.layout.label(text=f"Result: {width} × {height} px")
 
-    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
+    def prepare(self, context: bpy.types.Context) -> UpscaleImageParams:
         image = self.target_image(context)
-        return {
-            **self.input_parameters(image),
-            "scale": int(self.scale),
-            "model": preferences.job_model(preferences.get_preferences(), Family("upscale")),
-        }
+        return job_parameters(UpscaleImageParams, input=self.input_path(image), scale=int(self.scale))
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
         image = self.landed_image()
@@ -127,18 +118,16 @@ class IMAGEFORGE_OT_refine_selection(ImageTool, ImageForgeJobOperator, bpy.types
             return start_drawing(self, "REFINE")
         return self.execute(context)
 
-    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
+    def prepare(self, context: bpy.types.Context) -> RefineImageSelectionParams:
         image = self.target_image(context)
         if not self.selection:
             raise InputError("Draw a box or lasso on the image first (Refine Selection in the ImageForge panel).")
-        self._selection = parse_selection(self.selection, image)
+        selection = parse_selection(self.selection, image)
+        self._selection = selection.to_dict()
         self._float = image.is_float
-        return {
-            **self.input_parameters(image),
-            "selection": self._selection,
-            "padding": self.padding,
-            "model": preferences.job_model(preferences.get_preferences(), Family("background")),
-        }
+        return job_parameters(
+            RefineImageSelectionParams, input=self.input_path(image), selection=selection, padding=self.padding
+        )
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
         # The server's matte reaches a little beyond the drawn selection (soft edges it grew into): it lands

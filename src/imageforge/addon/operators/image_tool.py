@@ -45,8 +45,9 @@ class ImageTool:
         self._image_name = image.name
         return image
 
-    def input_parameters(self, image: bpy.types.Image) -> dict[str, Any]:
-        return {"input": str(job_input_path(image, self.temporary_directory())), **self.common_parameters()}
+    def input_path(self, image: bpy.types.Image) -> str:
+        """A file the server reads `image` from: its own file, or its pixels written to this run's folder."""
+        return str(job_input_path(image, self.temporary_directory()))
 
     def landed_image(self) -> bpy.types.Image:
         image = bpy.data.images.get(self._image_name)
@@ -73,8 +74,8 @@ def selection_property() -> Any:
     )
 
 
-def parse_selection(raw: str, image: bpy.types.Image) -> dict:
-    """The selection as the contract's plain dict, checked to overlap the image."""
+def parse_selection(raw: str, image: bpy.types.Image) -> Selection:
+    """The drawn selection (JSON from Draw Selection), checked to overlap the image."""
     try:
         selection = Selection.parse("selection", json.loads(raw))
     except ValueError as error:
@@ -88,4 +89,4 @@ def parse_selection(raw: str, image: bpy.types.Image) -> dict:
     x0, y0, x1, y1 = selection.bounds
     if x1 <= 0 or y1 <= 0 or x0 >= width or y0 >= height:
         raise InputError("The selection lies outside the image; draw it on the image.")
-    return selection.to_dict()
+    return selection

@@ -10,6 +10,7 @@ from blendjob import JobResult
 
 from ...contract import InputError, JobId
 from ...contract.conversions import Conversion, Conversions, load_conversions
+from ...contract.jobs import ConvertModelParams, DownloadModelParams
 from .. import blender_runtime
 from ..health_snapshot import ServerState, server_state
 from ..preferences import model_catalog
@@ -27,12 +28,12 @@ class IMAGEFORGE_OT_download_model(ImageForgeJobOperator, bpy.types.Operator):
 
     model: bpy.props.StringProperty(name="Model", description="Catalog key of the model", options={"SKIP_SAVE"})
 
-    def prepare(self, _context: bpy.types.Context) -> dict[str, Any]:
+    def prepare(self, _context: bpy.types.Context) -> DownloadModelParams:
         source = model_catalog()
         if source is None:
             raise InputError("The model catalog cannot be read.")
         self._label = source.get(self.model).label  # unknown keys: ModelUnavailableError listing valid ones
-        return {"model": self.model}
+        return DownloadModelParams(model=self.model)
 
     def land(self, _context: bpy.types.Context, _result: JobResult) -> str:
         return f"{self._label} is ready"
@@ -79,9 +80,9 @@ class IMAGEFORGE_OT_prepare_camera_model(ImageForgeJobOperator, bpy.types.Operat
         for line in conversion_dialog(CONVERSIONS, CONVERSIONS.get(self.model)):
             column.label(text=line)
 
-    def prepare(self, _context: bpy.types.Context) -> dict[str, Any]:
+    def prepare(self, _context: bpy.types.Context) -> ConvertModelParams:
         self._label = CONVERSIONS.get(self.model).result.label
-        return {"model": self.model}
+        return ConvertModelParams(model=self.model)
 
     def land(self, _context: bpy.types.Context, _result: JobResult) -> str:
         return f"{self._label} is ready; Camera Path from Video uses it"

@@ -16,8 +16,9 @@ from blendjob import JobResult
 from mathutils import Matrix
 
 from ...contract import InputError, JobId
-from ...contract.jobs import NormalMode
+from ...contract.jobs import CutoutParams, NormalMode
 from ...contract.results import ResultName
+from ..preferences import job_parameters
 from ..scene.animation import keyframe_matrices
 from ..scene.depth_plane import land_depth_plane, read_depth
 from ..scene.intrinsics import read_metadata
@@ -27,9 +28,7 @@ from ..scene.pixels import read_data_file
 from .base import ImageForgeJobOperator
 from .depth_tools import (
     DepthTearing,
-    cutout_models,
     displaced_cutout,
-    geometry_parameters,
     refine_property,
     subdivision_property,
     torn_note,
@@ -75,20 +74,19 @@ class IMAGEFORGE_OT_parallax_shot(DepthTearing, ImageTool, ImageForgeJobOperator
             return start_drawing(self, "PARALLAX")
         return self.execute(context)
 
-    def prepare(self, context: bpy.types.Context) -> dict[str, Any]:
+    def prepare(self, context: bpy.types.Context) -> CutoutParams:
         image = self.target_image(context)
         if not self.selection:
             raise InputError("Draw a selection around the subject first (Parallax Shot in the Tools panel).")
-        return {
-            **self.input_parameters(image),
-            **geometry_parameters(),
-            **cutout_models(),
-            "selection": parse_selection(self.selection, image),
-            "refine": self.refine,
-            "generate_depth": True,
-            "normal_mode": NormalMode.OBJECT.value,
-            "fill_behind": True,
-        }
+        return job_parameters(
+            CutoutParams,
+            input=self.input_path(image),
+            selection=parse_selection(self.selection, image),
+            refine=self.refine,
+            generate_depth=True,
+            normal_mode=NormalMode.OBJECT,
+            fill_behind=True,
+        )
 
     def land(self, context: bpy.types.Context, result: JobResult) -> str:
         source = self.landed_image()
