@@ -195,6 +195,20 @@ def test_depth_plane_with_nothing_valid_is_an_error(job_server, photo, capfd):
     assert undo_steps(capfd) == before
 
 
+@pytest.mark.parametrize("operator", ["depth_plane", "cutout"])
+def test_a_still_too_small_for_a_camera_is_refused_before_anything_is_sent(job_server, reports, tmp_path, operator):
+    tiny = load_photo(tmp_path / "tiny.png", photo_pixels(1, 1))
+    tiny.name = "Tiny"
+    image_object(tiny)
+    options = {"selection": json.dumps({"box": [0, 0, 1, 1]}), "displace": True} if operator == "cutout" else {}
+    assert run_job_operator(getattr(bpy.ops.imageforge, operator), **options) == {"CANCELLED"}
+    assert reports == [
+        ("WARNING", "The image is 1×1 pixels; depth, normals and the camera need at least 2×2 pixels, so use a "
+                    "larger image.")
+    ]  # fmt: skip
+    assert job_server.submitted == []
+
+
 def disk(width: int, height: int) -> np.ndarray:
     ys, xs = np.mgrid[0:height, 0:width] + 0.5
     return (((xs - width / 2) ** 2 + (ys - height / 2) ** 2) <= (min(width, height) / 2) ** 2).astype(np.float32)

@@ -146,6 +146,45 @@ def test_input_problems_fail_before_any_model_is_needed(jobs, tmp_path):
     assert jobs.server.resources["models"].snapshot()["loaded"] == []
 
 
+TOO_SMALL = "depth, normals and the camera need at least 2×2"
+
+
+@pytest.mark.parametrize(
+    ("job", "size", "parameters", "message"),
+    [
+        (JOB, (1, 1), {}, "The image is 1×1 pixels; " + TOO_SMALL + " pixels, so use a larger image."),
+        (JOB, (40, 1), {}, "The image is 40×1 pixels; " + TOO_SMALL + " pixels, so use a larger image."),
+        (JOB, (64, 48), {"max_input_size": 1}, "Maximum AI Input Size 1 reduces this 64×48 image to 1×1 pixels; "
+                                               + TOO_SMALL + ", so raise it."),
+        (JobId.GENERATE_CUTOUT_ARTIFACTS, (1, 1), {"refine": False, "generate_depth": True, "fill_behind": False},
+         "The image is 1×1 pixels; " + TOO_SMALL + " pixels, so use a larger image."),
+    ],
+)  # fmt: skip
+def test_a_still_too_small_for_a_camera_is_refused_before_any_model(jobs, moge_catalog, tmp_path, job, size,
+                                                                    parameters, message):  # fmt: skip
+    """Before, the model ran and the camera solve failed after it ("no consistent camera" with a mask that covers
+    the pixel, "no usable depth" with the kit's masked border); the rule (contract/sizes.py) is the one the add-on
+    applies before sending."""
+    still = write_rgba(tmp_path / "tiny.png", np.full((size[1], size[0], 3), 0.5, dtype=np.float32))
+    outcome = jobs.run(job, {"input": str(still), "device": "cpu", **parameters})
+    assert (outcome.state, outcome.error) == ("failed", message)
+    assert jobs.server.resources["models"].snapshot()["loaded"] == []
+    assert json.loads((outcome.directory / "job-state.json").read_text())["failure"] == "input"
+
+
+def test_the_smallest_still_gets_the_true_camera(jobs, use_catalog, storage_root, tmp_path):
+    """2 × 2 is enough for the camera the known plane was rendered with (the official solver agrees: 1 × 1 is the
+    only size it cannot solve, openspec/0006)."""
+    use_catalog([catalog_entry("KIT_MOGE2", "geometry", "moge2")])
+    build_moge2(model_path(storage_root, "KIT_MOGE2"), **{**KNOWN, "mask_border": 0})
+    still = write_rgba(tmp_path / "tiny.png", np.random.default_rng(2).random((2, 2, 3), dtype=np.float32))
+    outcome = jobs.run(JOB, {"input": str(still), "device": "cpu"})
+    assert outcome.state == "succeeded", outcome.error
+    metadata = DepthMetadata.from_json(json.loads(outcome.file(ResultName.DEPTH_METADATA).read_text()))
+    reference = moge2_reference(1, 2, 2, **{**KNOWN, "mask_border": 0})
+    assert metadata.fx == pytest.approx(reference["intrinsics"][0, 0] * 2, rel=1e-4)
+
+
 @pytest.mark.slow
 def test_the_real_server_downloads_the_model_and_writes_the_depth_plane(real_server, photo, tmp_path):
     model = build_moge2(tmp_path / "kit-moge2.onnx", **KNOWN).read_bytes()

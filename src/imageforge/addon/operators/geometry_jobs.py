@@ -11,6 +11,7 @@ from ...contract import InputError, JobId
 from ...contract.jobs import CutoutParams, DepthPlaneParams, NormalMode
 from ...contract.results import ResultName
 from ..preferences import job_parameters
+from ...contract.sizes import geometry_size_problem
 from ..scene.background_plane import (
     SUBDIVISIONS,
     depth_planes_of,
@@ -40,6 +41,12 @@ from .listing import Listing, SelectionAction, SelectionRow, Surface
 CUTOUT_SIZE = 1.0  # metres along the longer side of a flat cutout
 
 
+def refuse_unanalysable(image: bpy.types.Image, max_input_size: int) -> None:
+    """The server's rule (contract/sizes.py), before anything is sent: a still too small for a camera."""
+    if (problem := geometry_size_problem((int(image.size[0]), int(image.size[1])), max_input_size)) is not None:
+        raise InputError(problem)
+
+
 class IMAGEFORGE_OT_depth_plane(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.types.Operator):
     """Turn the active image into a mesh displaced by estimated depth, with a camera that reproduces the photo"""
 
@@ -54,7 +61,10 @@ class IMAGEFORGE_OT_depth_plane(DepthTearing, ImageTool, ImageForgeJobOperator, 
     subdivisions: subdivision_property(7)
 
     def prepare(self, context: bpy.types.Context) -> DepthPlaneParams:
-        return job_parameters(DepthPlaneParams, input=self.input_path(self.target_image(context)))
+        image = self.target_image(context)
+        params = job_parameters(DepthPlaneParams, input=self.input_path(image))
+        refuse_unanalysable(image, params.max_input_size)
+        return params
 
     def land(self, context: bpy.types.Context, result: JobResult) -> str:
         image = self.landed_image()
@@ -118,7 +128,7 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
             normal_mode = NormalMode.OBJECT if self.displace else NormalMode.TANGENT
         self._normal_mode = normal_mode
         self._fill = self.fill_behind and bool(depth_planes_of(image))
-        return job_parameters(
+        params = job_parameters(
             CutoutParams,
             input=self.input_path(image),
             selection=selection,
@@ -127,6 +137,9 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
             normal_mode=normal_mode,
             fill_behind=self._fill,
         )
+        if params.generate_depth or params.normal_mode is not NormalMode.NONE:  # the geometry model runs
+            refuse_unanalysable(image, params.max_input_size)
+        return params
 
     def land(self, context: bpy.types.Context, result: JobResult) -> str:
         source = self.landed_image()

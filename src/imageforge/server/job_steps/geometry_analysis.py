@@ -8,10 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..media import fit_long_edge_size
+from ...contract.errors import InputError
+from ...contract.sizes import geometry_size_problem
+from ..media import MediaSource, fit_long_edge_size
 from ..models.display import over_black, over_black_at
 from ..models.moge2 import MoGe2Adapter, MoGeResult
 from .progress import JobProgress
+
+
+def check_analysable(source: MediaSource, max_input_size: int) -> None:
+    """Refuse, from the headers and before any model is loaded, a still too small for a camera (contract/sizes.py)."""
+    if (problem := geometry_size_problem((source.width, source.height), max_input_size)) is not None:
+        raise InputError(problem)
 
 
 def geometry_rgb(pixels: np.ndarray, max_input_size: int) -> np.ndarray:

@@ -39,7 +39,7 @@ from ..geometry.depth_fill import fill_depth_behind
 from ..geometry.frame import GeometryFrame
 from ..job_context import JobContext, JobResults
 from ..job_runners import runs
-from ..job_steps.geometry_analysis import analyse, geometry_rgb
+from ..job_steps.geometry_analysis import analyse, check_analysable, geometry_rgb
 from ..job_steps.geometry_outputs import alpha_of, write_geometry
 from ..job_steps.hole_fill import ANALYSED_HOLE, clean_plate_weight, inpaint_pixels
 from ..job_steps.matte import refine_alpha, with_alpha
@@ -63,8 +63,10 @@ def run_generate_cutout_artifacts(context: JobContext, params: CutoutParams) -> 
     size = (source.width, source.height)
     if params.selection is not None:
         check_overlap(params.selection, size)  # before any model is prepared or downloaded
-    progress = JobProgress(context)
     geometry_wanted = params.generate_depth or params.normal_mode is not NormalMode.NONE
+    if geometry_wanted:
+        check_analysable(source, params.max_input_size)
+    progress = JobProgress(context)
     refiner = None
     if params.refine:
         refiner = prepare_adapter(context, progress, params.background_model, params.device, Ben2Adapter)

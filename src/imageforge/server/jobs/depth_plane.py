@@ -26,7 +26,7 @@ from pathlib import Path
 from ...contract.jobs import GENERATE_DEPTH_PLANE_GEOMETRY, DepthPlaneParams, NormalMode
 from ..job_context import JobContext, JobResults
 from ..job_runners import runs
-from ..job_steps.geometry_analysis import analyse, geometry_rgb
+from ..job_steps.geometry_analysis import analyse, check_analysable, geometry_rgb
 from ..job_steps.geometry_outputs import alpha_of, write_geometry
 from ..job_steps.model_loading import log_model_time, prepare_adapter
 from ..job_steps.progress import JobProgress
@@ -39,6 +39,7 @@ from ..models.moge2 import MoGe2Adapter
 @runs(GENERATE_DEPTH_PLANE_GEOMETRY)
 def run_generate_depth_plane_geometry(context: JobContext, params: DepthPlaneParams) -> JobResults:
     source = open_input(params.input, still_only=True)  # headers only: a bad file fails before any download
+    check_analysable(source, params.max_input_size)
     progress = JobProgress(context)
     adapter = prepare_adapter(context, progress, params.model, params.device, MoGe2Adapter)
     progress.stage(0.08, "Reading input")
