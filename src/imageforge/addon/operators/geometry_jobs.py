@@ -10,8 +10,8 @@ from blendjob import JobResult
 from ...contract import InputError, JobId
 from ...contract.jobs import CutoutParams, DepthPlaneParams, NormalMode
 from ...contract.results import ResultName
-from ..preferences import job_parameters
 from ...contract.sizes import geometry_size_problem
+from ..preferences import job_parameters
 from ..scene.background_plane import (
     SUBDIVISIONS,
     depth_planes_of,
