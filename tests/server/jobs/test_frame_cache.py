@@ -245,3 +245,18 @@ def test_a_video_range_starts_at_time_zero(run_job, tmp_path: Path):
     assert [float(frame.mean()) for frame in written] == pytest.approx(expected, abs=2)
     with av.open(str(result[ResultName.UPSCALE])) as container:
         assert next(container.decode(video=0)).pts == 0
+
+
+@pytest.mark.parametrize("bits", [8, 16])
+def test_a_reused_frame_has_exactly_the_codes_of_a_fresh_one(tmp_path: Path, bits: int):
+    """Frames are kept at the result's own depth, so a resumed run writes the very codes a fresh one does."""
+    from imageforge.server.media import to_integers
+
+    cache = FrameCache(tmp_path / "cache")
+    result = np.random.default_rng(bits).random((9, 11, 4), dtype=np.float32)
+    cache.put(FrameKey(0, b"a" * 32), result, bits=bits)
+    reused = cache.get(FrameKey(0, b"a" * 32))
+    assert reused is not None and reused.dtype == np.float32
+    np.testing.assert_array_equal(to_integers(reused, bits), to_integers(result, bits))
+    with np.load(tmp_path / "cache" / "000000.npz") as stored:
+        assert stored["pixels"].dtype == (np.uint8 if bits == 8 else np.uint16)

@@ -14,6 +14,7 @@ the result over black, and the job says so.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
@@ -23,9 +24,10 @@ from ...contract.jobs import SequenceOutput
 from ...contract.results import ResultName
 from ..job_context import JobContext
 from ..media import Frame, FrameSlot, MediaSource
-from .frame_cache import FrameCache, frame_key
+from .frame_cache import FrameCache, FrameKey, frame_key
 from .frame_output import FrameResultWriter
 from .progress import JobProgress
+from .write_behind import WriteBehind
 
 Report = Callable[[float, str], None]  # (fraction of this frame done, detail such as "tile 3/12")
 ProcessFrame = Callable[[Frame, bool, Report], np.ndarray]  # (frame, is last, report) → [0, 1] pixels
@@ -74,15 +76,28 @@ def stream_frames(
                 timing.reused += 1
                 if on_reused is not None:
                     on_reused(frame, cached)
-                write(frame, cached)
+
+                def write_reused(frame: Frame = frame, cached: np.ndarray = cached) -> None:
+                    write(frame, cached)
+
+                behind.submit(write_reused, cached)
                 continue
             started = time.perf_counter()
             pixels = process(frame, index >= total - 1, report)
             timing.ran(time.perf_counter() - started)
-            if cache is not None and key is not None and (warning := cache.put(key, pixels)):
+            warnings.extend(cache_warnings)  # what the previous frame's write said, told from this thread
+            cache_warnings.clear()
+            for warning in warnings:
                 context.log(warning, level="WARNING")
                 progress.running((index + 1) / total, warning)
-            write(frame, pixels)
+            warnings.clear()
+
+            def keep_and_write(frame: Frame = frame, key: FrameKey | None = key, pixels: np.ndarray = pixels) -> None:
+                if cache is not None and key is not None and (warning := cache.put(key, pixels, bits=bits)):
+                    cache_warnings.append(warning)
+                write(frame, pixels)
+
+            behind.submit(keep_and_write, pixels)
 
     output = FrameResultWriter(
         context,
@@ -94,11 +109,25 @@ def stream_frames(
         bits=bits,
         trimmed=positions.start > 0,
     )
+    warnings: list[str] = []
+    cache_warnings: list[str] = []  # appended by the writer thread, read once its write is waited for
     with output:
-        frames(lambda frame, pixels: output.write(FrameSlot(frame.index, frame.number, frame.pts), pixels))
+        with WriteBehind(enabled=overlap_writes()) as behind:
+            frames(lambda frame, pixels: output.write(FrameSlot(frame.index, frame.number, frame.pts), pixels))
+        for warning in cache_warnings:
+            context.log(warning, level="WARNING")
         progress.writing()
     _finish(context, cache, timing)
     return output.files
+
+
+OVERLAP_VARIABLE = "IMAGEFORGE_FRAME_WRITE_BEHIND"
+
+
+def overlap_writes() -> bool:
+    """Write each frame beside the next one's model run (job_steps/write_behind.py); `0` writes in line (for
+    benchmarks side by side, and as a way back)."""
+    return os.environ.get(OVERLAP_VARIABLE, "1") != "0"
 
 
 def _finish(context: JobContext, cache: FrameCache | None, timing: _FrameTiming) -> None:
