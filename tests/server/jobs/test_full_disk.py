@@ -64,9 +64,9 @@ class TestAResultThatDoesNotFit:
 
 def test_a_full_frame_cache_disk_does_not_fail_the_video_job(run_job, storage_root: Path, tmp_path: Path):
     request = {"input": str(noise_sequence(tmp_path / "shot", 4, 128)), "sequence_output": "png_sequence"}
-    expected, _ = run_job("remove-background", request)  # each cached 128² RGBA 16-bit frame is about 130 kB
+    expected, _ = run_job("remove-background", request)  # each cached 128² RGBA 8-bit frame is about 66 kB
 
-    with small_disk(storage_root / CACHE_FOLDER, 300 * 1024) as cache_disk:
+    with small_disk(storage_root / CACHE_FOLDER, 150 * 1024) as cache_disk:
         result, context = run_job("remove-background", request)
         assert list(cache_disk.iterdir()) == []  # the frames it had kept were deleted when the disk filled
 
