@@ -146,7 +146,7 @@ class MediaSource:
             yield Frame(0, 1, None, self.read_still())
         elif self.video is not None:
             with _readable(self.path):
-                for index, pts, image in iter_video_frames(self.video):
+                for index, pts, image in iter_video_frames(self.video, start=positions.start):
                     if index >= positions.stop:
                         break
                     if index >= positions.start:

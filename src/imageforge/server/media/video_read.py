@@ -115,8 +115,10 @@ def _count_packets(container: av.container.InputContainer, stream: av.video.stre
     return sum(1 for packet in container.demux(stream) if packet.size)
 
 
-def iter_video_frames(info: VideoInfo) -> Iterator[tuple[int, int | None, Image]]:
-    """Yield (index, pts in info.time_base, Image) per frame in presentation order, one at a time."""
+def iter_video_frames(info: VideoInfo, *, start: int = 0) -> Iterator[tuple[int, int | None, Image]]:
+    """Yield (index, pts in info.time_base, Image) per frame in presentation order, one at a time, from frame
+    `start` (the frames before it are decoded, there is no exact seek, but never converted to RGB: a farm chunk
+    late in a long clip pays the decoder only)."""
     target = ("rgba" if info.has_alpha else "rgb24") if info.sample_kind is SampleKind.UINT8 else None
     if target is None:
         target = "rgba64le" if info.has_alpha else "rgb48le"
@@ -126,8 +128,9 @@ def iter_video_frames(info: VideoInfo) -> Iterator[tuple[int, int | None, Image]
             stream = container.streams.video[0]
             stream.thread_type = "AUTO"
             for frame in _decoded(container, stream, info):
-                values = frame.to_ndarray(format=target, src_color_range=frame.color_range or None)
-                yield index, frame.pts, Image(from_integers(np.asarray(values)), info.sample_kind)
+                if index >= start:
+                    values = frame.to_ndarray(format=target, src_color_range=frame.color_range or None)
+                    yield index, frame.pts, Image(from_integers(np.asarray(values)), info.sample_kind)
                 index += 1
     except av.FFmpegError as error:
         raise corrupt(info.path, f"frame {index + 1} cannot be decoded") from error
