@@ -230,3 +230,19 @@ def test_a_chunk_killed_mid_way_runs_again_to_the_same_frames(farm_env, tmp_path
     for path in sorted(reference.iterdir()):
         assert (into / path.name).read_bytes() == path.read_bytes()
     assert os.listdir(into).count(".imageforge-frames.json") == 1
+
+
+def test_batch_into_gives_each_input_its_own_frames_folder(farm_env, tmp_path):
+    first = textured_sequence(tmp_path / "a" / "shots", range(1, 3))
+    second = textured_sequence(tmp_path / "b" / "shots", range(1, 4))
+    into = tmp_path / "frames"
+    done = run(farm_env, "batch", "upscale-image", str(first), str(second), "scale=2", "--into", str(into))
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [line["into"]["written"] for line in lines] == [2, 3]
+    assert sorted(path.name for path in (into / "shots").glob("*.png")) == ["frame_0001.png", "frame_0002.png"]
+    assert len(list((into / "shots (2)").glob("*.png"))) == 3  # same name, another input: never mixed
+    again = run(farm_env, "batch", "upscale-image", str(first), str(second), "scale=2", "--into", str(into))
+    assert [json.loads(line)["into"]["kept"] for line in again.stdout.splitlines()] == [2, 3]
+    both = run(farm_env, "batch", "upscale-image", str(first), "--into", str(into), "--output", str(tmp_path / "o"))
+    assert both.returncode == 2 and "one of them" in both.stderr

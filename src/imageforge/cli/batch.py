@@ -7,6 +7,10 @@ and frame folders or patterns. Every input gets one JSON line on stdout as soon 
     {"input": "shots/a.png", "result": {"foreground": "/out/a_foreground.png", ...}}
     {"input": "shots/broken.png", "error": "'broken.png' is not a readable image ..."}
 
+With `--into DIR` instead of `--output` (frame jobs), each input's frames go into `DIR/<input name>/` as `imageforge
+run … --into` writes them (cli/frames_into.py): named by source frame number, whole ones kept, safe beside other
+processes, and the line says `{"input": …, "into": {"frames": …, "written": …, "kept": …}}`.
+
 A bad input is reported and the batch goes on; the exit status is 1 when any input failed. Results are
 copied with cli/output_placement.py under names made from the input (`<stem>_<result file>`), so two
 `photo.png` from different folders become `photo_foreground.png` and `photo_foreground (2).png`, and no
@@ -115,10 +119,30 @@ class BatchProgress:
         )
 
 
+def into_folders(into: str, items: list[BatchItem]) -> list[str]:
+    """Each input's own `--into` folder, `DIR/<label>`; a label two inputs share gets a number, as results do."""
+    seen: dict[str, int] = {}
+    folders = []
+    for item in items:
+        label = result_label(item.path)
+        seen[label] = seen.get(label, 0) + 1
+        folders.append(str(Path(into) / (label if seen[label] == 1 else f"{label} ({seen[label]})")))
+    return folders
+
+
 def batch(args: argparse.Namespace, storage_root: Path, say: Callable[[str], None]) -> int:
     inputs, parameters = split_arguments(args.job, args.items)
     items = plan_items(args.job, inputs, parameters)
-    output = OutputFolder.checked(args.output, inputs=[item.path for item in items])  # before any work
+    if bool(args.output) == bool(getattr(args, "into", None)):
+        raise InputError("Give --output FOLDER (copies of each result) or --into DIR (frames for a farm), one of them.")
+    if args.into:
+        from .frames_into import check_frame_job
+
+        check_frame_job(job_spec(args.job), parameters, "--into")
+        folders = into_folders(args.into, items)
+        output = None
+    else:
+        output = OutputFolder.checked(args.output, inputs=[item.path for item in items])  # before any work
     if not environment_ready(storage_root):
         prepare_environment(storage_root, report=say)
     runtime = make_runtime(storage_root)  # one server start for every input
@@ -128,6 +152,16 @@ def batch(args: argparse.Namespace, storage_root: Path, say: Callable[[str], Non
     def one(index: int, item: BatchItem) -> dict[str, Any]:
         progress.start(index, Path(item.argument).name)
         try:
+            if output is None:
+                from .frames_into import run_into
+
+                summary = run_into(
+                    job_spec(args.job), item.parameters, into=folders[index], frames=None, say=say,
+                    run_job=lambda job, values: run_job(
+                        runtime, job, values, on_progress=progress, cancel_requested=stop.requested
+                    ),
+                )  # fmt: skip
+                return {"input": item.argument, "into": summary}
             done = run_job(runtime, args.job, item.parameters, on_progress=progress, cancel_requested=stop.requested)
             files = {name: done.file(name) for name in done.value}
             result = copy_named(files, Path(done.directory).resolve(), output, result_label(item.path))

@@ -48,7 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument(
         "items", nargs="+", metavar="INPUT or key=value", help="Inputs (stills, videos, frame folders) and parameters"
     )
-    batch.add_argument("--output", required=True, help="Folder for the results (names never collide nor replace)")
+    batch.add_argument("--output", help="Folder for the results (names never collide nor replace)")
+    batch.add_argument(
+        "--into",
+        metavar="DIR",
+        help="Frame jobs: each input's frames into DIR/<input name>/ as `run --into` writes them (docs/farm.md)",
+    )
     batch.set_defaults(handler=commands.batch)
 
     farm = sub.add_parser("farm", help="Run the frame jobs on a render farm (OpenJD/Deadline, Flamenco)")
