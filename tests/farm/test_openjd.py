@@ -178,3 +178,32 @@ def test_a_damaged_input_frame_fails_its_chunk_and_assemble_names_what_is_missin
     assert assemble.returncode != 0
     assert "3 of 6 frame(s) are missing" in assemble.stdout
     assert all(f"frame_{n:04d}.png" in assemble.stdout for n in (4, 5, 6))
+
+
+@pytestmark_slow
+def test_the_set_up_step_takes_the_model_from_the_studio_folder_not_the_hub(farm, hub, tmp_path):
+    """`ModelMirror` pointing at a shared folder (the layout `imageforge models export` writes): the worker's
+    set-up verifies and installs the model from there, and the hub is never asked for it."""
+    env, command = farm
+    catalog = json.loads(Path(env["IMAGEFORGE_MODEL_CATALOG"]).read_text())
+    entry = next(model for model in catalog["models"] if model["key"] == "KIT_UPSCALE")
+    studio = tmp_path / "studio models"
+    hub_file = next(item for item in hub.files.items() if item[0] == f"{entry['repository']}/resolve/main/model.onnx")
+    (studio / entry["directory"]).mkdir(parents=True)
+    (studio / entry["directory"] / "model.onnx").write_bytes(hub_file[1])
+    clip = textured_clip(tmp_path / "clip.mp4", frames=2)
+    written = imageforge("farm", "openjd", "upscale-image", f"input={clip}", "model=KIT_UPSCALE",
+                         "--out", str(tmp_path / "bundle"), env=env)  # fmt: skip
+    assert written.returncode == 0, written.stderr
+    worker = {**env, "IMAGEFORGE_STORAGE_ROOT": str(tmp_path / "worker root")}  # a new worker: no model yet
+    from tests.kit.server_env import install_server_environment
+
+    install_server_environment(tmp_path / "worker root")
+    before = len(hub.requests)
+    setup = run_tool(openjd_run(tmp_path / "bundle", command, "-p", f"ModelMirror={studio}", "--step", "Set up"),
+                     env=worker)  # fmt: skip
+    assert setup.returncode == 0, setup.stdout[-3000:]
+    assert "This worker is ready for upscale-image" in setup.stdout
+    installed = tmp_path / "worker root" / "models" / entry["directory"] / "model.onnx"
+    assert installed.read_bytes() == hub_file[1]
+    assert [record.path for record in hub.requests[before:] if record.path.endswith("model.onnx")] == []

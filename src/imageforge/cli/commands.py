@@ -215,7 +215,7 @@ def farm_flamenco_job_type(args: argparse.Namespace) -> int:
 
 
 def farm_setup_worker(args: argparse.Namespace) -> int:
-    from .farm import setup_worker
+    from .farm import setup_worker, studio_folder
 
     spec, parameters = _checked_parameters(args)
     root = _storage_root(args)
@@ -226,6 +226,7 @@ def farm_setup_worker(args: argparse.Namespace) -> int:
         prepare=lambda: None if environment_ready(root) else (prepare_environment(root, report=_say), None)[1],
         run_job=lambda job, values: _run_on_server(root, job, values),
         say=_say,
+        models_from=studio_folder(os.environ.get("IMAGEFORGE_MODEL_MIRROR")),
     )
     print(json.dumps(summary, indent=2))
     return 0

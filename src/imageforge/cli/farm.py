@@ -173,8 +173,11 @@ def setup_worker(
     prepare: Callable[[], None],
     run_job: RunJob,
     say: Callable[[str], None],
+    models_from: Path | None = None,
 ) -> dict[str, Any]:
-    """Make this worker ready for the job, proven by making its first frame (in a job folder, then left there)."""
+    """Make this worker ready for the job, proven by making its first frame (in a job folder, then left there).
+    `models_from` (the studio's model folder, when the mirror is a folder): its files are imported, verified, first,
+    so no worker asks the hub for what the studio already has."""
     check_frame_job(spec, parameters, "farm setup-worker")
     started = time.perf_counter()
     check_local_storage(root)
@@ -183,6 +186,8 @@ def setup_worker(
     except (ImageForgeError, RuntimeError, OSError, ImportError) as error:
         raise WorkerSetupError(f"This worker cannot set up ImageForge in '{root}': {error}") from error
     environment = time.perf_counter() - started
+    if models_from is not None:
+        import_studio_models(root, models_from, say)
     media = inspect(parameters, run_job)
     if media.kind == "still":
         raise InputError(f"'{Path(str(parameters['input'])).name}' is a still image; a farm job needs a clip.")
@@ -202,6 +207,37 @@ def setup_worker(
     }
     say(f"This worker is ready for {spec.id.value}: environment {environment:.1f} s, first frame {frame:.1f} s.")
     return summary
+
+
+def studio_folder(mirror: str | None) -> Path | None:
+    """The local folder `IMAGEFORGE_MODEL_MIRROR` names (a path or a file: URL), or None for an HTTP mirror."""
+    if not mirror or not mirror.strip():
+        return None
+    text = mirror.strip()
+    if text.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        return Path(unquote(urlparse(text).path))
+    return None if "://" in text else Path(text)
+
+
+def import_studio_models(root: Path, folder: Path, say: Callable[[str], None]) -> None:
+    from ..client.model_exchange import ExchangeError, TransferState, import_models
+
+    if not folder.is_dir():
+        raise WorkerSetupError(f"The studio's model folder '{folder}' cannot be found from this worker.")
+    try:
+        transfers = import_models(root, folder)
+    except ExchangeError as error:
+        raise WorkerSetupError(f"The studio's model folder cannot be used: {error}") from error
+    damaged = [item for item in transfers if item.state is TransferState.DAMAGED]
+    if damaged:
+        raise WorkerSetupError(
+            f"{len(damaged)} model file(s) in '{folder}' do not match the catalog's size and SHA-256 "
+            f"({damaged[0].line.strip()}); export them again."
+        )
+    copied = sum(item.state is TransferState.COPIED for item in transfers)
+    say(f"Models from '{folder}': {copied} copied, {len(transfers) - copied} already here, all verified.")
 
 
 def write_openjd(job: FarmJob, bundle: str, *, say: Callable[[str], None]) -> dict[str, Any]:
