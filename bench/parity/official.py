@@ -16,6 +16,8 @@ Where an official pipeline cannot be imported whole, this file says which docume
 - Real-ESRGAN: spandrel's SRVGGNetCompact (general x4v3 configuration) and RealESRGANer.enhance's documented
   processing: whole image (tile=0, its default), RGB in [0, 1] (÷ 65535 for 16-bit), output clamped, alpha run
   through the model as a grey RGB image and turned back into one channel with cv2's BGR2GRAY weights.
+- SAM 2.1: the official `sam2` package's `SAM2ImagePredictor` itself on the Hiera Tiny configuration, every
+  parameter random; the ONNX pair is the converter's own export (src/imageforge/converter/sam2_export.py).
 - BEN2: BEN2.py (PramaLLC/BEN2) is not on PyPI and cannot be fetched here; its documented processing is
   reproduced around a small sigmoid-ended network with BEN2's signature: PIL Lanczos resize to 1024², ToTensor,
   ImageNet mean/std, forward, `postprocess_image` (F.interpolate bilinear to the source size, then min–max,
@@ -309,7 +311,84 @@ def da3(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
     return results
 
 
-FAMILIES = {"moge": moge, "upscale": upscale, "ben2": ben2, "da3": da3}
+def _sam2_transforms() -> None:
+    """torchvision's wheel cannot load next to the local torch (its C operators do not register), and sam2 imports
+    it only for `ToTensor`, `Resize` and `Normalize` (sam2/utils/transforms.py, scripted with torch.jit). They are
+    given here as what torchvision computes on a float tensor: ToTensor = HWC uint8 to CHW float ÷ 255; Resize =
+    `F.interpolate(bilinear, align_corners=False, antialias=True)` (torchvision's `resize` for tensors);
+    Normalize = (x − mean) / std."""
+    import torch.nn.functional as functional
+    from torch import nn
+
+    class ToTensor:
+        def __call__(self, image):
+            return torch.from_numpy(np.ascontiguousarray(np.asarray(image).transpose(2, 0, 1))).float() / 255.0
+
+    class Resize(nn.Module):
+        def __init__(self, size: tuple[int, int]):
+            super().__init__()
+            self.size = [int(size[0]), int(size[1])]
+
+        def forward(self, image: torch.Tensor) -> torch.Tensor:
+            resized = functional.interpolate(
+                image[None], size=self.size, mode="bilinear", align_corners=False, antialias=True
+            )
+            return resized[0]
+
+    class Normalize(nn.Module):
+        def __init__(self, mean, std):
+            super().__init__()
+            self.register_buffer("mean", torch.tensor(mean)[:, None, None])
+            self.register_buffer("std", torch.tensor(std)[:, None, None])
+
+        def forward(self, image: torch.Tensor) -> torch.Tensor:
+            return (image - self.mean) / self.std
+
+    transforms = types.ModuleType("torchvision.transforms")
+    transforms.ToTensor, transforms.Resize, transforms.Normalize = ToTensor, Resize, Normalize
+    package = types.ModuleType("torchvision")
+    package.transforms = transforms
+    sys.modules["torchvision"], sys.modules["torchvision.transforms"] = package, transforms
+
+
+def sam2(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
+    """SAM 2.1 Hiera Tiny with every parameter and buffer random (the converter's `random_checkpoint`), exported by
+    the converter's own src/imageforge/converter/sam2_export.py, and `SAM2ImagePredictor` itself (set_image, then
+    predict per prompt of WORK/prompts.json: points, labels, box, multimask_output)."""
+    import json
+
+    sys.path.insert(0, str(BENCH.parent / "src"))
+    _sam2_transforms()
+    from sam2.sam2_image_predictor import SAM2ImagePredictor
+
+    from imageforge.converter import sam2_export
+
+    checkpoint = sam2_export.random_checkpoint("tiny", SEED + 3, work / "random-weights.pt")
+    model = sam2_export.build_model("tiny", checkpoint)
+    encoder, decoder = sam2_export.export(model, work)
+    check = sam2_export.verify(model, encoder, decoder)
+    print(f"  export check against torch: {check}")
+    predictor = SAM2ImagePredictor(model)
+    prompts = json.loads((work / "prompts.json").read_text())
+    results: dict[str, np.ndarray] = {}
+    for index, image in enumerate(images):
+        predictor.set_image(np.asarray(Image.open(image).convert("RGB")))
+        for number, prompt in enumerate(prompts):
+            points = np.asarray([point[:2] for point in prompt["points"]], np.float32).reshape(-1, 2)
+            labels = np.asarray([point[2] for point in prompt["points"]], np.int32)
+            box = None if prompt.get("box") is None else np.asarray(prompt["box"], np.float32)
+            masks, scores, _ = predictor.predict(
+                point_coords=points if len(points) else None,
+                point_labels=labels if len(points) else None,
+                box=box,
+                multimask_output=prompt["multimask"],
+            )
+            results[f"{index}_{number}_masks"] = masks.astype(bool)
+            results[f"{index}_{number}_scores"] = scores.astype(np.float32)
+    return results
+
+
+FAMILIES = {"moge": moge, "upscale": upscale, "ben2": ben2, "da3": da3, "sam2": sam2}
 
 
 def main() -> None:

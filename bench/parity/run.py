@@ -59,6 +59,9 @@ THRESHOLDS: dict[str, tuple[str, float]] = {
     "da3.focal_rel": ("max", 1e-4),
     "da3.rotation_deg": ("max", 0.1),
     "da3.translation_rel": ("max", 0.01),
+    "sam2.mask_iou": ("min", 0.99),
+    "sam2.score_max_abs": ("max", 1e-3),
+    "sam2.chosen_agreement": ("min", 1.0),
 }
 
 
@@ -407,7 +410,86 @@ def rotation_degrees(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.degrees(np.arccos(np.clip(cosine, -1, 1))))
 
 
-FAMILIES = {"moge": parity_moge, "upscale": parity_upscale, "ben2": parity_ben2, "da3": parity_da3}
+# Clicks in pixels of a 640×400 and a 512×512 image (the same relative places): one point (ambiguous: three
+# candidates), one point as a single mask (token 0 or its stability fallback), a positive and a negative point, a
+# box alone, a box with a point, four points.
+SAM2_PROMPTS = [
+    {"points": [[0.5, 0.5, 1]], "multimask": True},
+    {"points": [[0.3, 0.6, 1]], "multimask": False},
+    {"points": [[0.5, 0.5, 1], [0.1, 0.1, 0]], "multimask": False},
+    {"points": [], "box": [0.2, 0.2, 0.7, 0.8], "multimask": False},
+    {"points": [[0.45, 0.5, 1]], "box": [0.2, 0.2, 0.7, 0.8], "multimask": False},
+    {"points": [[0.5, 0.5, 1], [0.6, 0.4, 1], [0.9, 0.9, 0], [0.05, 0.8, 0]], "multimask": True},
+]
+
+
+def parity_sam2(work: Path) -> list[dict]:
+    sizes = [(640, 400), (512, 512)]
+    images = [write_png(work / f"image_{w}x{h}.png", scene(w, h, 9 + i)) for i, (w, h) in enumerate(sizes)]
+    scaled = []  # prompts in each image's pixels
+    for width, height in sizes:
+        scaled.append(
+            [
+                {
+                    "points": [[x * width, y * height, label] for x, y, label in prompt["points"]],
+                    "box": None if "box" not in prompt else [
+                        prompt["box"][0] * width, prompt["box"][1] * height,
+                        prompt["box"][2] * width, prompt["box"][3] * height,
+                    ],
+                    "multimask": prompt["multimask"],
+                }
+                for prompt in SAM2_PROMPTS
+            ]
+        )  # fmt: skip
+    figures = []
+    for index, image in enumerate(images):  # the official side reads one prompt list: one run per image size
+        work_image = work / f"official_{index}"
+        work_image.mkdir(parents=True, exist_ok=True)
+        (work_image / "prompts.json").write_text(json.dumps(scaled[index]))
+        ref = official("sam2", work_image, [image])
+        storage = work / f"storage_{index}"
+        target = storage / "models" / "parity_sam2"
+        target.mkdir(parents=True, exist_ok=True)
+        for name in ("encoder.onnx", "decoder.onnx"):
+            (target / name).unlink(missing_ok=True)
+            (target / name).symlink_to(work_image / name)
+        sam2_entry = entry("PARITY_SAM2", "segment", "sam2", encoder="encoder.onnx", decoder="decoder.onnx")
+        sam2_entry["files"] = [{"path": "encoder.onnx"}, {"path": "decoder.onnx"}]
+        server = Server(storage, [sam2_entry])
+        try:
+            for number, prompt in enumerate(scaled[index]):
+                parameters = {
+                    "input": str(image), "model": "PARITY_SAM2", "device": "cpu", "points": prompt["points"],
+                    "multimask": "on" if prompt["multimask"] else "off",
+                }  # fmt: skip
+                if prompt["box"] is not None:
+                    parameters["box"] = prompt["box"]
+                result = server.run("segment-image", parameters)
+                segment = json.loads(result[ResultName.SEGMENT].read_text())
+                ours = read_pixels(result[ResultName.MASK])[..., 0] > 0.5
+                masks, scores = ref[f"0_{number}_masks"], ref[f"0_{number}_scores"]
+                chosen = int(np.argmax(scores)) if prompt["multimask"] else 0
+                theirs = masks[chosen]
+                union = np.logical_or(ours, theirs).sum()
+                figures.append(
+                    {
+                        "image": image.name,
+                        "prompt": number,
+                        "multimask": prompt["multimask"],
+                        "mask_iou": float(np.logical_and(ours, theirs).sum() / union) if union else 1.0,
+                        "mask_fraction": float(theirs.mean()),
+                        "score_max_abs": float(np.abs(np.asarray(segment["scores"]) - scores).max()),
+                        "chosen_agreement": float(segment["chosen"] == chosen),
+                    }
+                )
+        finally:
+            server.close()
+    return figures
+
+
+FAMILIES = {
+    "moge": parity_moge, "upscale": parity_upscale, "ben2": parity_ben2, "da3": parity_da3, "sam2": parity_sam2,
+}  # fmt: skip
 
 
 def main() -> int:

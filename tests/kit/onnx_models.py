@@ -15,6 +15,9 @@ Builders (all return ``pathlib.Path(path)``):
   ``metric_scale``) rendering a known tilted plane
 * :func:`build_da3`       Depth Anything 3 (multi-view with cameras, or depth-only)
 * :func:`build_lama`      LaMa inpainting (``input`` [1,4,h,w] -> ``output`` [1,3,h,w], h and w multiples of 32)
+* :func:`build_sam2`     SAM 2.1 as converter/sam2_export.py writes it: ``encoder.onnx`` (``image`` -> three
+  feature maps) and ``decoder.onnx`` (features, ``point_coords``, ``point_labels`` -> ``masks`` [1,4,256,256],
+  ``iou_predictions`` [1,4], ``object_score_logits``), segmenting by colour around the first point
 
 :func:`signature` reads a model's inputs/outputs back through an onnxruntime CPU session.
 """
@@ -677,3 +680,84 @@ def lama_reference(x: np.ndarray, *, fill: tuple[float, float, float] = LAMA_FIL
     if x.shape[2] % LAMA_MULTIPLE or x.shape[3] % LAMA_MULTIPLE:
         raise ValueError("LaMa inputs must be multiples of 32")
     return x[:, :3] + x[:, 3:4] * np.array(fill, np.float32).reshape(1, 3, 1, 1)
+
+
+# --------------------------------------------------------------------------------------------------
+# SAM 2.1
+
+SAM2_SCORES = (0.95, 0.6, 0.9, 0.7)  # token 0 (single mask), then the three multimask candidates
+SAM2_THRESHOLDS = (0.5, 0.1, 0.5, 2.0)  # squared colour distance each token's mask reaches
+SAM2_STEEPNESS = 8.0
+
+
+def build_sam2(directory, *, scores: Sequence[float] = SAM2_SCORES) -> tuple[Path, Path]:
+    """SAM 2.1-shaped pair in *directory*: ``encoder.onnx`` and ``decoder.onnx`` with the export's names and shapes.
+
+    Known function: the encoder averages the normalised image over 4×4, 8×8 and 16×16 blocks into the first three
+    channels of ``high_res_feats_0``, ``high_res_feats_1`` and ``image_embed`` (the rest zero). The decoder reads
+    the colour of ``high_res_feats_0`` under the first point (coordinates in the 1024² input, so /4 on its 256²
+    grid) and gives token k the logits ``8 · (t_k − |colour − that colour|²)`` with t = SAM2_THRESHOLDS: a mask of
+    the region of similar colour, wider or narrower per token; ``iou_predictions`` are *scores* whatever the
+    input. Other points, labels and the other features are ignored. :func:`sam2_reference` computes the same.
+    """
+    directory = Path(directory)
+    g = _Graph()
+    outputs = []
+    for name, block, channels in (("high_res_feats_0", 4, 32), ("high_res_feats_1", 8, 64), ("image_embed", 16, 256)):
+        pooled = g.op("AveragePool", ["image"], kernel_shape=[block, block], strides=[block, block])
+        weight = np.zeros((channels, 3, 1, 1), np.float32)
+        weight[0, 0] = weight[1, 1] = weight[2, 2] = 1.0
+        g.op("Conv", [pooled, g.const(weight, hint="w")], out=name)
+        outputs.append(helper.make_tensor_value_info(name, _F32, [1, channels, 1024 // block, 1024 // block]))
+    encoder = g.save(
+        directory / "encoder.onnx", "sam2_encoder_test",
+        [helper.make_tensor_value_info("image", _F32, [1, 3, 1024, 1024])], outputs,
+    )  # fmt: skip
+
+    g = _Graph()
+    colour = g.op("Slice", ["high_res_feats_0", g.const([0], np.int64), g.const([3], np.int64), g.const([1], np.int64)])
+    first = g.op("Slice", ["point_coords", g.const([0], np.int64), g.const([1], np.int64), g.const([1], np.int64)])
+    cell = g.op("Clip", [g.op("Floor", [g.op("Div", [first, g.const(4.0)])]), g.const(0.0), g.const(255.0)])
+    cell = g.op("Cast", [g.op("Reshape", [cell, g.const([2], np.int64)])], to=_I64)
+    x = g.op("Slice", [cell, g.const([0], np.int64), g.const([1], np.int64)])
+    y = g.op("Slice", [cell, g.const([1], np.int64), g.const([2], np.int64)])
+    index = g.op("Add", [g.op("Mul", [y, g.const([256], np.int64)]), x])
+    flat = g.op("Reshape", [colour, g.const([1, 3, 256 * 256], np.int64)])
+    picked = g.op("Reshape", [g.op("Gather", [flat, index], axis=2), g.const([1, 3, 1, 1], np.int64)])
+    difference = g.op("Sub", [colour, picked])
+    distance = g.op("ReduceSum", [g.op("Mul", [difference, difference]), g.const([1], np.int64)], keepdims=1)
+    thresholds = g.const(np.array(SAM2_THRESHOLDS, np.float32).reshape(1, 4, 1, 1), hint="t")
+    g.op("Mul", [g.op("Sub", [thresholds, distance]), g.const(SAM2_STEEPNESS)], out="masks")
+    g.op("Identity", [g.const(np.array([scores], np.float32), hint="iou")], out="iou_predictions")
+    g.op("Identity", [g.const(np.array([[10.0]], np.float32), hint="objects")], out="object_score_logits")
+    features = [
+        helper.make_tensor_value_info(name, _F32, [1, channels, size, size])
+        for name, channels, size in (
+            ("image_embed", 256, 64),
+            ("high_res_feats_0", 32, 256),
+            ("high_res_feats_1", 64, 128),
+        )
+    ]
+    decoder = g.save(
+        directory / "decoder.onnx", "sam2_decoder_test",
+        [
+            *features,
+            helper.make_tensor_value_info("point_coords", _F32, [1, "points", 2]),
+            helper.make_tensor_value_info("point_labels", _F32, [1, "points"]),
+        ],
+        [
+            helper.make_tensor_value_info("masks", _F32, [1, 4, 256, 256]),
+            helper.make_tensor_value_info("iou_predictions", _F32, [1, 4]),
+            helper.make_tensor_value_info("object_score_logits", _F32, [1, 1]),
+        ],
+    )  # fmt: skip
+    return encoder, decoder
+
+
+def sam2_reference(model_input: np.ndarray, point: tuple[float, float]) -> np.ndarray:
+    """numpy reference of :func:`build_sam2`: the decoder's ``masks`` [4, 256, 256] for ``model_input``
+    [1,3,1024,1024] and a first point in the input's 1024² pixels."""
+    colour = model_input[0].reshape(3, 256, 4, 256, 4).mean(axis=(2, 4))
+    x, y = (min(max(int(np.floor(value / 4)), 0), 255) for value in point)
+    distance = ((colour - colour[:, y, x][:, None, None]) ** 2).sum(axis=0)
+    return SAM2_STEEPNESS * (np.array(SAM2_THRESHOLDS, np.float32)[:, None, None] - distance[None])

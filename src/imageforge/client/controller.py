@@ -41,6 +41,7 @@ from blendjob.storage import StorageLock, read_json, write_json
 from ..contract.errors import InputError
 from ..contract.file_lock import exclusive_file_lock
 from ..contract.private_storage import make_private_folder
+from ..contract.segment_click import CLICK_PATH, ClickAnswer, ClickRequest
 from ..contract.server_clients import ClientKind, linger_seconds
 from ..contract.server_credentials import CredentialsError, ServerCredentials, read_credentials, write_credentials
 from ..contract.storage_trust import UntrustedStorageError, check_inside, check_server_files, check_storage_root
@@ -55,6 +56,8 @@ if TYPE_CHECKING:
     from ..contract.health import ClientLease
 
 REQUEST_SECONDS = 0.5  # each of the cancel and shutdown requests a stop makes on the caller's thread
+CLICK_SECONDS = 5.0  # one Click Select prompt: the decoder and the mask's upsampling (tens of ms; seconds on a
+# busy machine); the add-on sends it from a thread, so this never blocks Blender
 STATUS_SECONDS = 1.0  # one job-status request; a server busy creating a session answers late (see status())
 STATUS_PATIENCE = 120.0  # how long a living server may leave status unanswered before the job is given up
 START_LOCK = ".server-start.lock"
@@ -447,6 +450,12 @@ class ImageForgeServerController(ServerControllerHooks):
         else:
             self.last_answer[job_id] = (time.monotonic(), answer)
         return {**answer, "job_id": job_id, "directory": str(self.job_directory(job_id))}
+
+    def click(self, request: ClickRequest, timeout: float = CLICK_SECONDS) -> ClickAnswer:
+        """One Click Select prompt answered beside the job queue (server/click_route.py; openspec/0026). Never
+        starts a server: without one it raises RuntimeError, as `status` does."""
+        answer = self._connected().client.request("POST", CLICK_PATH, request.to_json(), timeout=timeout)
+        return ClickAnswer.from_json(answer)
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         self._require_running(job_id)

@@ -112,6 +112,9 @@ class Catalog:
                 return entry
         raise ModelUnavailableError(f"The model catalog has no {family} model.")
 
+    def has_family(self, family: Family) -> bool:
+        return any(entry.family == family for entry in self.models)
+
     def resolve(self, key: str | None, family: Family) -> ModelEntry:
         """The entry for `key` (which must belong to `family`), or the family's default."""
         if key is None:

@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 from .devices import Device
 from .parameters import Selection, param
 from .results import ResultName, ResultSpec, expected_results
+from .segment_prompts import Clicks, MultimaskMode, PromptBox
 
 
 class JobId(StrEnum):
@@ -28,6 +29,7 @@ class JobId(StrEnum):
     INPAINT_IMAGE = "inpaint-image"
     INSPECT_INPUT = "inspect-input"
     ASSEMBLE_FRAMES = "assemble-frames"
+    SEGMENT_IMAGE = "segment-image"
     DEBUG_BEN2 = "debug-ben2"
     DEBUG_UPSCALE = "debug-upscale"
     DEBUG_MOGE = "debug-moge"
@@ -197,6 +199,20 @@ class InpaintImageParams:
     model: str | None = _model("inpaint")
     device: Device = _device()
     max_input_size: int = param(INPAINT_INPUT_SIZE_DEFAULT, doc=_SIZE_DOC, minimum=32, maximum=MAX_INPUT_SIZE_LIMIT)
+
+
+@dataclass(frozen=True)
+class SegmentImageParams:
+    input: str = param(doc="Path of a still image.", path=True)
+    points: Clicks = param(
+        Clicks(), doc="Clicks [[x, y, label], ...] in image pixels: label 1 on the object, 0 on what is not it."
+    )
+    box: PromptBox | None = param(None, doc="A box [x0, y0, x1, y1] around the object, in image pixels.")
+    multimask: MultimaskMode = param(
+        MultimaskMode.AUTO, doc="auto: three candidates (the best-scored kept) for a single point without a box."
+    )
+    model: str | None = _model("segment")
+    device: Device = _device()
 
 
 @dataclass(frozen=True)
@@ -441,6 +457,19 @@ INPAINT_IMAGE: JobSpec[InpaintImageParams] = JobSpec(
     {
         ResultName.INPAINT: _always(
             "RGB(A) PNG at the input size: the masked region filled, every other pixel unchanged."
+        ),
+        **PROVENANCE,
+    },
+)
+SEGMENT_IMAGE: JobSpec[SegmentImageParams] = JobSpec(
+    JobId.SEGMENT_IMAGE,
+    "Segment Image",
+    SegmentImageParams,
+    {
+        ResultName.MASK: _always("Grey 8-bit PNG at the input size: 255 on the object, 0 elsewhere."),
+        ResultName.SEGMENT: _always(
+            "JSON: the mask's score (the model's predicted IoU), every candidate's score, which was kept, "
+            "the image's SHA-256 and the mask as a selection (run lengths) for the tools."
         ),
         **PROVENANCE,
     },

@@ -1,7 +1,8 @@
 """Parse a job's plain-dict parameters into its frozen dataclass, validating every field.
 
 A parameter class is a frozen dataclass whose fields carry a `param(...)` spec. Supported field types:
-`str`, `int`, `float`, `bool`, a `StrEnum`, `list[str]`, `Selection`, and any of these `| None`.
+`str`, `int`, `float`, `bool`, a `StrEnum`, `list[str]`, `Selection`, a frozen dataclass with a classmethod
+`parse(name, raw)` (segment-image's `Clicks` and `PromptBox`), and any of these `| None`.
 Errors are `InputError`s with one sentence naming the parameter.
 """
 
@@ -365,8 +366,9 @@ def _convert(name: str, value: Any, annotation: Any, spec: Any) -> Any:
         if len(value) > 256:
             raise InputError(f"'{name}' has too many entries (at most 256).")
         return list(value)
-    if base is Selection:
-        return Selection.parse(name, value)
+    parse = getattr(base, "parse", None) if isinstance(base, type) and dataclasses.is_dataclass(base) else None
+    if isinstance(parse, types.MethodType):  # a typed value that parses itself: a selection, segment-image's prompts
+        return parse(name, value)
     raise TypeError(f"Unsupported parameter type for {name}: {annotation!r}")  # a contract bug
 
 

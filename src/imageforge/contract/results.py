@@ -37,6 +37,8 @@ class ResultName(StrEnum):
     BACKGROUND_DEPTH_METADATA = "background_depth_metadata"
     BACKGROUND_NORMAL = "background_normal"
     INPAINT = "inpaint"
+    MASK = "mask"
+    SEGMENT = "segment"
     CAMERAS = "cameras"
     POINTS = "points"
     COLMAP = "colmap"

@@ -13,6 +13,7 @@ from .handler import make_handler
 from .inference import ModelManager
 from .inference.devices import intra_op_threads
 from .job_folders import InterruptedJobs, mark_interrupted_jobs
+from .job_steps.segment_embeddings import SegmentEmbeddings
 from .jobs import JOB_RUNNERS
 from .security import AuthenticatedJobServer
 
@@ -42,6 +43,11 @@ def create_server() -> JobServer:
         manager = ModelManager(bound_server.storage_root)
         manager.start_detection()
         return manager
+
+    @job_server.resource("segment_embeddings")  # type: ignore[untyped-decorator]  # BlendJob ships no types
+    def segment_embeddings(_bound_server: JobServer) -> SegmentEmbeddings:
+        # The last image's SAM 2 embedding, for the clicks after its encoding (server/click_route.py).
+        return SegmentEmbeddings()
 
     @job_server.resource("clients")  # type: ignore[untyped-decorator]  # BlendJob ships no types
     def clients(bound_server: JobServer) -> ClientRegistry:

@@ -34,6 +34,7 @@ from ..contract.server_credentials import (
     ServerCredentials,
     read_credentials,
 )
+from .click_route import add_click_route
 from .clients import CURRENT_CLIENT, ClientRegistry, ServerClosingError
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ class AuthenticatedJobServer(JobServer):  # type: ignore[misc]  # BlendJob ships
         registry = self.resources.get("clients")
         if isinstance(registry, ClientRegistry):
             add_client_routes(app, registry)
+        add_click_route(app, self)  # Click Select's masks beside the queue (server/click_route.py)
         app.add_middleware(LoopbackGuard, credentials=credentials, clients=registry)
         return app
 

@@ -43,6 +43,7 @@ class SessionKey(NamedTuple):
 
 
 log = logging.getLogger(__name__)
+Slot = tuple[Family, str]  # a family and the graph of its model ("" for a model of one graph)
 
 
 class SessionHandle:
@@ -72,6 +73,11 @@ class SessionHandle:
     @property
     def device(self) -> Device:
         return self._loaded.current().device
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the session is still loaded (another model of the family, or Unload Models, releases it)."""
+        return self._loaded.created is not None
 
     @property
     def provider(self) -> str:
@@ -120,7 +126,7 @@ class ModelManager:
         self._detecting = threading.Lock()
         self._load_lock = threading.RLock()  # held while loading: acquire, clear and close
         self._state_lock = threading.Lock()  # held briefly: what snapshot() reads
-        self._loaded: dict[Family, tuple[SessionKey, LoadedSession]] = {}
+        self._loaded: dict[Slot, tuple[SessionKey, LoadedSession]] = {}
         self._cpu_pins: dict[SessionKey, str] = {}  # models whose accelerator failed while running → why (_state_lock)
         self._device_warnings: list[str] = []  # every device warning since this server started (_state_lock)
         self._closed = False
@@ -148,17 +154,19 @@ class ModelManager:
         threads: int | None = None,
         warn: Warn | None = None,
         progress: Callable[[str], None] | None = None,
+        graph: str | None = None,
     ) -> SessionHandle:
         """The session for `entry` on `device`, loaded now or reused; warnings about the device go to `warn`.
 
         `provider_options` are the model's own options for the chosen accelerator (MoGe-2 on CoreML:
         `{"RequireStaticInputShapes": "1"}`); `threads` overrides the manager's `intra_op_num_threads`.
         CPU sessions of an fp16 file load its verified fp32 copy, derived on first CPU use (`progress` hears
-        about that wait); sessions on an accelerator load the original (cpu_copy.py).
+        about that wait); sessions on an accelerator load the original (cpu_copy.py). `graph` names which of the
+        entry's .onnx files to load, for a model of several graphs (default: the first).
         """
         runtime = self.runtime
         choice = resolve_device(device, runtime)
-        files = self._files(entry)
+        files = self._files(entry, graph)
         threads = threads or self.threads
         request = SessionRequest(
             name=entry.key,
@@ -180,16 +188,19 @@ class ModelManager:
             threads,  # = request.threads
             str(request.cpu_graph),
         )
+        slot = (entry.family, graph or "")
         with self._load_lock:
             if self._closed:
                 raise ImageForgeError("The server is shutting down; run the job again after it restarts.")
-            cached = self._loaded.get(entry.family)
+            cached = self._loaded.get(slot)
             reused = cached is not None and cached[0] == key and cached[1].created is not None
             if cached is not None and reused:
                 loaded = cached[1]
             else:
-                self._release(entry.family)
-                loaded = self._load(runtime, entry.family, key, request)
+                for other, (other_key, _session) in list(self._loaded.items()):
+                    if other[0] == entry.family and (other == slot or other_key.model != entry.key):
+                        self._release(other)
+                loaded = self._load(runtime, slot, key, request)
         for message in (choice.warning, self._cpu_pin(key) or loaded.current().fallback):
             if message:
                 log.warning("%s", message)
@@ -204,11 +215,16 @@ class ModelManager:
         runtime = self.runtime
         if any(device is not Device.CPU for device in runtime.devices):
             return None  # accelerators run the fp16 original; a CPU fallback derives nothing either
-        return self._cpu_graph(runtime, entry, self._files(entry)[0], Device.CPU, self.threads, progress)
+        return self._cpu_graph(runtime, entry, self._files(entry, None)[0], Device.CPU, self.threads, progress)
+
+    def hold(self) -> threading.RLock:
+        """`with manager.hold():` no session is loaded, released or cleared meanwhile (a click's decoder run
+        outside the job queue: server/clicks/)."""
+        return self._load_lock
 
     def snapshot(self) -> dict[str, Any]:
         with self._state_lock:  # a job thread adds sessions and CPU pins meanwhile: copy both under the lock
-            current = [(family, key, session, session.created) for family, (key, session) in self._loaded.items()]
+            current = [(slot[0], key, session, session.created) for slot, (key, session) in self._loaded.items()]
             cpu_only = sorted({key.model for key in self._cpu_pins})
             device_warnings = list(self._device_warnings)
         loaded = tuple(
@@ -243,8 +259,8 @@ class ModelManager:
     def clear(self) -> None:
         """Unload every session (BlendJob calls this only while no job runs). CPU pins stay until restart."""
         with self._load_lock:
-            for family in list(self._loaded):
-                self._release(family)
+            for slot in list(self._loaded):
+                self._release(slot)
 
     def close(self) -> None:
         with self._load_lock:
@@ -262,9 +278,20 @@ class ModelManager:
                 self._runtime_error = error
             self._detected.set()
 
-    def _files(self, entry: ModelEntry) -> tuple[Path, ...]:
+    def _files(self, entry: ModelEntry, graph: str | None) -> tuple[Path, ...]:
         graphs = [item for item in entry.files if item.path.lower().endswith(".onnx")] or list(entry.files)
-        ordered = [graphs[0], *(item for item in entry.files if item is not graphs[0])]
+        if graph is not None:
+            graphs = [item for item in graphs if item.path == graph]
+            if not graphs:
+                raise ModelUnavailableError(f"{entry.label} has no graph {graph}; the catalog entry is incomplete.")
+        # The graph first; then the files that only feed the cache key: every other file, or for one graph of
+        # several its external data only (another graph's change must not reload this one).
+        others = [
+            item
+            for item in entry.files
+            if item is not graphs[0] and (graph is None or not item.path.lower().endswith(".onnx"))
+        ]
+        ordered = [graphs[0], *others]
         paths = tuple(file_path(self.storage_root, entry, item) for item in ordered)
         for path in paths:
             if not path.is_file():
@@ -294,14 +321,14 @@ class ModelManager:
             return None
         return None if chosen == graph else chosen
 
-    def _load(self, runtime: OrtRuntime, family: Family, key: SessionKey, request: SessionRequest) -> LoadedSession:
+    def _load(self, runtime: OrtRuntime, slot: Slot, key: SessionKey, request: SessionRequest) -> LoadedSession:
         pinned = replace(request, device=Device.CPU) if self._cpu_pin(key) is not None else request
         created = create_session(runtime, pinned, coreml_cache=self._coreml_cache)
         log.info("Loaded %s on %s in %.3f s", request.name, created.provider, created.load_seconds)
         loaded = LoadedSession(runtime, request, created)
         loaded.on_cpu_fallback = lambda message: self._pin_to_cpu(key, message)  # called on the job's thread
         with self._state_lock:
-            self._loaded[family] = (key, loaded)
+            self._loaded[slot] = (key, loaded)
         return loaded
 
     def _pin_to_cpu(self, key: SessionKey, message: str) -> None:
@@ -318,9 +345,9 @@ class ModelManager:
         with self._state_lock:
             return self._cpu_pins.get(key)
 
-    def _release(self, family: Family) -> None:
+    def _release(self, slot: Slot) -> None:
         with self._state_lock:
-            cached = self._loaded.pop(family, None)
+            cached = self._loaded.pop(slot, None)
         if cached is not None:
             cached[1].release()
             log.info("Unloaded %s", cached[1].request.name)

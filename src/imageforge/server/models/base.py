@@ -32,6 +32,10 @@ class Adapter:
     name: ClassVar[str] = ""
     family: ClassVar[Family]
     coreml_options: ClassVar[Mapping[str, str]] = {}  # passed only when the session is to run on CoreML
+    # A model of several graphs names their roles; the catalog entry's option of each role names its .onnx file
+    # (SAM 2: {"encoder": "encoder.onnx", "decoder": "decoder.onnx"}). `handle` is then the first role's, and
+    # `graphs` holds every role's session. Empty: one graph, the entry's first .onnx file.
+    graph_roles: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -48,15 +52,23 @@ class Adapter:
         self.outputs = [item.name for item in session.get_outputs()]
         self.model_seconds = 0.0  # time inside the model, for the job log and the benchmarks' job/model ratio
         self.runs = 0
+        self.graphs: dict[str, SessionHandle] = {}  # every role's session, for a model of several graphs
 
-    def run(self, feeds: Mapping[str, np.ndarray], *, last_run: bool) -> dict[str, np.ndarray]:
-        """Run through the single inference entry point; `last_run` on the job's final run."""
+    def run(
+        self, feeds: Mapping[str, np.ndarray], *, last_run: bool, graph: str | None = None
+    ) -> dict[str, np.ndarray]:
+        """Run through the single inference entry point; `last_run` on the job's final run; `graph` names the
+        role to run for a model of several graphs."""
         started = time.perf_counter()
+        handle = self.handle if graph is None else self.graphs[graph]
         try:
-            return self.handle.run(feeds, last_run=last_run)
+            return handle.run(feeds, last_run=last_run)
         finally:
             self.model_seconds += time.perf_counter() - started
             self.runs += 1
+
+    def bind_graphs(self) -> None:
+        """Check and read the graphs' signatures once `graphs` is set (models of several graphs)."""
 
     def input_dtype(self, name: str) -> np.dtype:
         return np.dtype(np.float16) if self.inputs[name].type == "tensor(float16)" else np.dtype(np.float32)
@@ -104,17 +116,25 @@ def load_adapter(
     context.progress(current_fraction(context), f"Loading {entry.label}")
     resolved = resolve_device(device, manager.runtime).device
     options = dict(cls.coreml_options) if resolved is Device.COREML else None
-    try:
-        handle = manager.acquire(
-            entry,
-            device,
-            provider_options=options,
-            warn=job_warner(context),
-            progress=lambda message: context.progress(current_fraction(context), message),
-        )
-    except ModelUnavailableError as error:
-        raise _damaged_or(error, storage_root, entry) from error
-    adapter = cls(entry, handle)
+    handles = {}
+    for role in cls.graph_roles or ("",):
+        graph = entry.options.get(role) if role else None
+        if role and not isinstance(graph, str):
+            raise ModelUnavailableError(f"{entry.label}: the catalog entry names no {role} graph.")
+        try:
+            handles[role] = manager.acquire(
+                entry,
+                device,
+                provider_options=options,
+                warn=job_warner(context),
+                progress=lambda message: context.progress(current_fraction(context), message),
+                graph=graph,
+            )
+        except ModelUnavailableError as error:
+            raise _damaged_or(error, storage_root, entry) from error
+    adapter = cls(entry, next(iter(handles.values())))
+    adapter.graphs = {role: handle for role, handle in handles.items() if role}
+    adapter.bind_graphs()
     provenance.record(context, adapter)
     return adapter
 
