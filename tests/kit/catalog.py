@@ -7,8 +7,11 @@
 Keys: KIT_BEN2 (background, 64² input, fp16 output, luma matte), KIT_UPSCALE (upscale, box blur radius 2
 then 4× nearest), KIT_MOGE2 (geometry, the known tilted plane), KIT_DA3 (multiview with cameras, S=28),
 KIT_LAMA (inpaint, fills the hole with the constant LAMA_FILL colour), KIT_MOGE2_STEP (geometry, not a default:
-the kit plane with a card at half its distance over the middle of the image, KIT_STEP), and KIT_BEN2_FP16_LARGE
-(background, not a default: the fp16 BEN2 layout, over 9 MB, so the server writes its fp32 CPU copy in a child).
+the kit plane with a card at half its distance over the middle of the image, KIT_STEP), KIT_BEN2_FP16_LARGE
+(background, not a default: the fp16 BEN2 layout, over 9 MB, so the server writes its fp32 CPU copy in a child),
+and KIT_SAM2 (segment, two graphs `encoder.onnx` + `decoder.onnx`: colour similarity around the first click; not a
+default, since SAM 2.1 is converted, never part of setup's downloads, but the only segment model, so jobs without
+`model` use it).
 The others are their family's default, so jobs without `model` use them.
 """
 
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .hub import LoopbackHub
-from .onnx_models import build_ben2, build_ben2_fp16, build_da3, build_lama, build_moge2, build_upscaler
+from .onnx_models import build_ben2, build_ben2_fp16, build_da3, build_lama, build_moge2, build_sam2, build_upscaler
 
 LARGE_FP16_BYTES = 9 * 1024 * 1024  # KIT_BEN2_FP16_LARGE: above the size the server rewrites in its own process
 
@@ -38,7 +41,11 @@ KIT_MODELS = {
         lambda path: build_ben2_fp16(path, size=64, ballast_bytes=LARGE_FP16_BYTES),
         {"normalization": "none", "default": False},
     ),
-}
+    "KIT_SAM2": (
+        "segment", "sam2", lambda path: build_sam2(path.with_suffix("")),
+        {"default": False, "encoder": "encoder.onnx", "decoder": "decoder.onnx"},
+    ),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -55,10 +62,13 @@ def publish_kit_catalog(hub: LoopbackHub, folder: Path, keys: tuple[str, ...] = 
     models, files = [], {}
     for key in keys:
         family, adapter, build, options = KIT_MODELS[key]
-        content = build(folder / f"{key.lower()}.onnx").read_bytes()
+        built = build(folder / f"{key.lower()}.onnx")
+        graphs = {path.name: path.read_bytes() for path in built} if isinstance(built, tuple) else None
+        content = next(iter(graphs.values())) if graphs else built.read_bytes()
         repository = f"kit/{key.lower().replace('_', '-')}"
-        hub.add_hub_file(repository, "model.onnx", content)
-        files[key] = content
+        for name, data in (graphs or {"model.onnx": content}).items():
+            hub.add_hub_file(repository, name, data)
+        files[key] = content  # a model of several graphs: its first graph
         models.append(
             {
                 "key": key,
@@ -69,7 +79,10 @@ def publish_kit_catalog(hub: LoopbackHub, folder: Path, keys: tuple[str, ...] = 
                 "repository": repository,
                 "directory": key.lower(),
                 "default": True,
-                "files": [{"path": "model.onnx", "size": len(content), "sha256": hashlib.sha256(content).hexdigest()}],
+                "files": [
+                    {"path": name, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+                    for name, data in (graphs or {"model.onnx": content}).items()
+                ],
                 **options,
             }
         )

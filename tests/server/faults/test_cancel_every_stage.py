@@ -24,6 +24,7 @@ from imageforge.server.downloads.install import ensure_models
 from imageforge.server.downloads.sources import DownloadSources
 from imageforge.server.handler import make_handler
 from imageforge.server.inference import ModelManager
+from imageforge.server.job_steps.segment_embeddings import SegmentEmbeddings
 from imageforge.server.jobs import JOB_RUNNERS
 from tests.kit.catalog import publish_kit_catalog
 
@@ -64,7 +65,7 @@ def environment(tmp_path_factory, hub_module):
         manager = ModelManager(storage)
         yield {
             "storage": storage,
-            "resources": {"models": manager, "downloads": sources},
+            "resources": {"models": manager, "downloads": sources, "segment_embeddings": SegmentEmbeddings()},
             "inputs": inputs(root),
             "variables": {"IMAGEFORGE_MODEL_CATALOG": str(catalog.path), "HF_ENDPOINT": hub_module.url},
         }
@@ -109,6 +110,7 @@ RICHER = {
     },
     JobId.GENERATE_MULTIVIEW_CAMERAS: lambda files: {"input": files["frames"]},
     JobId.INPAINT_IMAGE: lambda files: {"input": files["image"], "selection": BOX},
+    JobId.SEGMENT_IMAGE: lambda files: {"input": files["image"], "points": [[20, 20, 1]]},
     JobId.DEBUG_DA3: lambda files: {"input": files["frames"]},
     # the input folder's own frame_0001.png… stand for the frames farm chunks left
     JobId.ASSEMBLE_FRAMES: lambda files: {"input": files["frames"], "frames": files["frames"]},

@@ -54,6 +54,7 @@ def run_segment_image(context: Any, params: SegmentImageParams) -> dict[ResultNa
     store = context.resource("segment_embeddings")
     kept = store.get(key)
     if kept is not None:
+        progress.running(0.0, "Image already encoded")  # the same stages either way: a cancel finds them all
         embedding = kept.embedding
         context.log(f"Embedding of {key.image_sha256[:12]} reused ({adapter.entry.key} on {key.device})")
     else:
