@@ -174,14 +174,14 @@ def test_a_broken_overlay_is_named(tmp_path: Path):
 
 
 def test_a_catalog_declares_new_families_and_inherits_the_builtin_ones():
-    segment = {"key": "segment", "label": "Segmentation", "short_label": "Segment"}
-    catalog = parse_catalog({"families": [segment], "models": [variant(family="segment")]}, Path("catalog.json"))
+    relight = {"key": "relight", "label": "Relighting", "short_label": "Relight"}
+    catalog = parse_catalog({"families": [relight], "models": [variant(family="relight")]}, Path("catalog.json"))
     keys = [family.key for family in catalog.families]
-    assert keys[-1] == "segment" and set(keys[:-1]) == {family.key for family in load_catalog().families}
-    assert catalog.families[-1].label == "Segmentation"
-    assert catalog.default_for(Family("segment")).key == "TEST"
-    with pytest.raises(ModelUnavailableError, match="family 'segment' is not one of background, geometry"):
-        parse(variant(family="segment"))  # not declared by this catalog nor the built-in one
+    assert keys[-1] == "relight" and set(keys[:-1]) == {family.key for family in load_catalog().families}
+    assert catalog.families[-1].label == "Relighting"
+    assert catalog.default_for(Family("relight")).key == "TEST"
+    with pytest.raises(ModelUnavailableError, match="family 'relight' is not one of background, geometry"):
+        parse(variant(family="relight"))  # not declared by this catalog nor the built-in one
 
 
 @pytest.mark.parametrize(

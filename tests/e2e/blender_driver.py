@@ -279,6 +279,38 @@ class Driver:
         )
         self.parallax(jobs)
 
+    def click_select(self, jobs: dict[str, Any]) -> None:
+        """Click Select on the photo (the server encodes it once, a click answers the mask), then Enter: Cutout,
+        and again on the step image with Parallax Shot. Its points come as EXEC_DEFAULT takes them."""
+        ops = bpy.ops.imageforge
+        click = self.spec["click"]
+        for action, image_name in (("CUTOUT", "Photo"), ("PARALLAX", "Step")):
+            before = set(bpy.data.objects.keys())
+            started = time.monotonic()
+            outcome = ops.click_select(
+                "EXEC_DEFAULT", image_name=image_name, points=json.dumps(click["points"]), action=action
+            )
+            running = sys.modules[f"{MODULE}.addon.operators.click_select"].IMAGEFORGE_OT_click_select.running
+            deadline = time.monotonic() + JOB_TIMEOUT
+            while outcome == {"RUNNING_MODAL"}:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("Click Select did not finish")
+                time.sleep(0.05)
+                outcome = running.modal(bpy.context, SimpleNamespace(type="TIMER"))
+            record: dict[str, Any] = {"outcome": sorted(outcome), "seconds": round(time.monotonic() - started, 3)}
+            record["selection"] = json.loads(bpy.data.images[image_name]["imageforge_selection"])
+            if self.runtime.active_job is not None:  # the tool Enter started, driven like any job operator
+                operator = self.runtime.active_job.operator
+                tool = {"RUNNING_MODAL"}
+                while tool == {"RUNNING_MODAL"}:
+                    if time.monotonic() > deadline + JOB_TIMEOUT:
+                        raise TimeoutError(f"{action} after Click Select did not finish")
+                    time.sleep(operator.poll_interval)
+                    tool = operator.modal(bpy.context, SimpleNamespace(type="TIMER"))
+                record["tool"] = {"outcome": sorted(tool), "message": self.runtime.message}
+            record["new_objects"] = sorted(set(bpy.data.objects.keys()) - before)
+            jobs[f"click_select_{action.lower()}"] = record
+
     def parallax(self, jobs: dict[str, Any]) -> None:
         """A synthetic depth jump (the kit's plane with a card in front): the depth plane tears along it, and a
         Parallax Shot of the card fills the background behind it and moves the camera."""
@@ -402,6 +434,7 @@ class Driver:
                     self.build_scene()
                     self.run_jobs()
                     self.undo()
+                    self.click_select(self.report["jobs"])  # after the undo check: its own steps follow
                     self.run_frame_and_batch_jobs()
                     self.camera_path()
                 finally:

@@ -50,6 +50,7 @@ REFINE_BOX = [8, 8, 40, 40]
 CUTOUT_BOX = [16, 8, 48, 40]
 CURSOR = (1.0, -2.0, 0.5)
 STEP_BOX = [16, 12, 48, 36]  # KIT_STEP's card in PHOTO pixels: Parallax Shot's selection
+CLICK_POINTS = [[32, 24, 1]]  # Click Select's click in PHOTO pixels (the kit SAM 2 masks similar colour around it)
 PLATE_REACH = 3  # the clean plate fills the matte grown by 3 px at full weight, then fades over 3 px more
 UNDO_STEPS = [
     "Remove Background",
@@ -150,6 +151,7 @@ def run(request, tmp_path_factory, extension_zip, inputs) -> Run:
             },
             "selections": {"refine": {"box": REFINE_BOX}, "cutout": {"box": CUTOUT_BOX}, "parallax": {"box": STEP_BOX}},
             "step_model": "KIT_MOGE2_STEP",
+            "click": {"points": CLICK_POINTS},
             "movie": str(inputs["movie_path"]),
             "camera_model": "DA3_SMALL",
             "camera_frames": str(inputs["camera_frames"]),
@@ -419,6 +421,27 @@ def test_parallax_shot_puts_the_card_in_front_of_a_filled_background_and_moves_t
     subject = float(np.median(card[y0:y1, x0:x1]))
     assert distance == pytest.approx(0.15 * subject * math.hypot(1.0, 0.3), rel=1e-3)  # the dolly, with a sidestep
     assert job["camera"]["frame_end"] >= 48
+
+
+@pytest.mark.parametrize(("action", "created"), [("cutout", "Photo Cutout"), ("parallax", "Step Cutout")])
+def test_click_select_masks_the_clicked_colour_and_enter_runs_the_tool_with_it(run, inputs, action, created):
+    from imageforge.contract.parameters import Selection
+    from imageforge.server.models.sam2 import model_input
+    from imageforge.server.models.sam2_resize import bilinear
+    from tests.kit.onnx_models import sam2_reference
+
+    job = run.job(f"click_select_{action}")
+    assert job["outcome"] == ["FINISHED"] and job["tool"]["outcome"] == ["FINISHED"], job
+    mask = Selection.parse("selection", job["selection"]).mask
+    width, height = PHOTO
+    assert mask is not None and (mask.width, mask.height) == (width, height)
+    pixels = inputs["photo"][..., :3].astype(np.float32) / 255
+    x, y, _ = CLICK_POINTS[0]
+    point = (x / width * 1024, y / height * 1024)
+    expected = bilinear(sam2_reference(model_input(pixels), point)[2], (width, height)) > 0  # best of three
+    got = np.frombuffer(mask.to_bytes(), np.uint8).reshape(height, width).astype(bool)
+    np.testing.assert_array_equal(got, expected)  # the server's mask, exactly, stored with the image
+    assert any(name.startswith(created) for name in job["new_objects"]), job["new_objects"]
 
 
 # -- frames and batches (issue 13) -------------------------------------------------------------------------------

@@ -14,21 +14,22 @@ mask as run lengths).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ...contract import InputError, ModelUnavailableError
-from ...contract.catalog import Family, load_catalog
-from ...contract.jobs import SegmentImageParams
+from ...contract.catalog import load_catalog
+from ...contract.jobs import SEGMENT_IMAGE, SegmentImageParams
 from ...contract.parameters import Selection
 from ...contract.results import ResultName
 from ...contract.segment_click import SegmentResult
 from ...contract.segment_prompts import prompt_problem, wants_multimask
 from ...contract.selection_geometry import MaskRuns
+from ..job_context import JobContext, JobResults, resource_of
+from ..job_runners import runs
 from ..job_steps.model_loading import log_model_time, prepare_adapter
 from ..job_steps.progress import JobProgress
-from ..job_steps.segment_embeddings import EmbeddingKey, content_sha256
+from ..job_steps.segment_embeddings import EmbeddingKey, SegmentEmbeddings, content_sha256
 from ..media import open_input, write_json, write_png
 from ..models.display import display_pixels
 from ..models.sam2 import Sam2Adapter
@@ -39,19 +40,20 @@ NO_MODEL = (
 )
 
 
-def run_segment_image(context: Any, params: SegmentImageParams) -> dict[ResultName, str]:
+@runs(SEGMENT_IMAGE)
+def run_segment_image(context: JobContext, params: SegmentImageParams) -> JobResults:
     source = open_input(params.input, still_only=True)  # headers only: a bad file fails before any model
     size = (source.width, source.height)
     problem = prompt_problem(params.points, params.box, *size)
     if problem is not None:
         raise InputError(problem)
-    if params.model is None and not load_catalog(storage_root=context.storage_root).has_family(Family.SEGMENT):
+    if params.model is None and not load_catalog(storage_root=context.storage_root).has_family(Sam2Adapter.family):
         raise ModelUnavailableError(NO_MODEL)
     progress = JobProgress(context)
-    adapter = prepare_adapter(context, progress, params.model, Family.SEGMENT, params.device, Sam2Adapter)
+    adapter = prepare_adapter(context, progress, params.model, params.device, Sam2Adapter)
     progress.stage(0.08, "Reading input")
     key = EmbeddingKey(content_sha256(params.input), adapter.entry.key, adapter.device.value)
-    store = context.resource("segment_embeddings")
+    store = resource_of(context, "segment_embeddings", SegmentEmbeddings)
     kept = store.get(key)
     if kept is not None:
         progress.running(0.0, "Image already encoded")  # the same stages either way: a cancel finds them all

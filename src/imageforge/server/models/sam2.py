@@ -68,7 +68,7 @@ class Prediction:
 
 class Sam2Adapter(Adapter):
     name = "sam2"
-    family = Family.SEGMENT
+    family = Family("segment")
     graph_roles = ("encoder", "decoder")
 
     def bind_graphs(self) -> None:
