@@ -61,18 +61,22 @@ def test_the_tools_panel_draws_the_listed_tools_in_order(server):
     server.server.snapshot = {"state": "READY"}
     image_object(bpy.data.images.new("Listed Photo", 64, 32), "Listed Photo")
     drawn = draw(ToolsPanel, bpy.context)
-    tools = [(item.idname, vars(item.properties)) for item in drawn.operators()][:11]
-    rows = [{"action": a, "shape": s} for a in ("REFINE", "CUTOUT", "CUTOUT", "PARALLAX") for s in ("BOX", "LASSO")]
-    for row, displace in zip(rows[2:6], (False, False, True, True), strict=True):
-        row["displace"] = displace
+    tools = [(item.idname, vars(item.properties)) for item in drawn.operators()][:15]
+    selection_rows = []
+    for action, displace in (("REFINE", None), ("CUTOUT", False), ("CUTOUT", True), ("PARALLAX", None)):
+        extra = {} if displace is None else {"displace": displace}
+        selection_rows += [
+            ("imageforge.draw_selection", {"action": action, "shape": shape, **extra}) for shape in ("BOX", "LASSO")
+        ]
+        selection_rows.append(("imageforge.click_select", {"action": action, **extra}))  # SAM 2.1's button
     assert tools == [
         ("imageforge.remove_background", {}),
         ("imageforge.upscale_image", {"scale": "2"}),
         ("imageforge.upscale_image", {"scale": "4"}),
-        *(("imageforge.draw_selection", row) for row in rows),
+        *selection_rows,
     ]
     assert [item.kind for item in drawn.items].count("separator") == 1
-    assert drawn.operators()[11].idname == "imageforge.depth_plane"
+    assert drawn.operators()[15].idname == "imageforge.depth_plane"
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from . import draw_selection, listing
+from . import click_select, draw_selection, listing
 
 CLASSES: tuple[type, ...] = tuple(
     cls
@@ -19,3 +19,4 @@ CLASSES: tuple[type, ...] = tuple(
 )
 listing.collect(CLASSES)
 draw_selection.declare_actions()
+click_select.declare_actions()

@@ -193,7 +193,8 @@ class IMAGEFORGE_OT_draw_selection(bpy.types.Operator):
 
     @staticmethod
     def draw_tool(layout: bpy.types.UILayout, _context: bpy.types.Context) -> None:
-        """The Tools panel's selection tools: a row per tool (and variant) with a Box and a Lasso button."""
+        """The Tools panel's selection tools: a row per tool (and variant) with a Box, a Lasso and a Click Select
+        button (operators/click_select.py)."""
         for tool in selection_actions():
             for row_spec in tool.action.panel_rows:
                 row = layout.row(align=True)
@@ -203,6 +204,12 @@ class IMAGEFORGE_OT_draw_selection(bpy.types.Operator):
                     operator.action, operator.shape = tool.action.key, shape
                     for option, value in row_spec.options.items():
                         setattr(operator, option, value)
+                clicked = row.operator("imageforge.click_select", text="", icon="RESTRICT_SELECT_OFF")  # SAM 2.1
+                clicked.action = tool.action.key
+                takes = getattr(getattr(bpy.types, "IMAGEFORGE_OT_click_select", None), "__annotations__", {})
+                for option, value in row_spec.options.items():
+                    if option in takes:
+                        setattr(clicked, option, value)
 
     def draw_overlay(self) -> None:
         outline = outline_points(self._screen_points, self.shape)
