@@ -308,6 +308,7 @@ class Driver:
                     time.sleep(operator.poll_interval)
                     tool = operator.modal(bpy.context, SimpleNamespace(type="TIMER"))
                 record["tool"] = {"outcome": sorted(tool), "message": self.runtime.message}
+            record["active_job_left"] = self.runtime.active_job is not None
             record["new_objects"] = sorted(set(bpy.data.objects.keys()) - before)
             jobs[f"click_select_{action.lower()}"] = record
 
