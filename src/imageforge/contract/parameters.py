@@ -229,6 +229,9 @@ def _plain_value(value: Any) -> Any:
         return value.value
     if isinstance(value, Selection):
         return value.to_dict()
+    plain = getattr(value, "to_list", None)  # a typed value that parses itself (segment-image's Clicks, PromptBox)
+    if dataclasses.is_dataclass(value) and callable(plain):
+        return plain()
     if isinstance(value, (list, tuple)):
         return [_plain_value(item) for item in value]
     return value
