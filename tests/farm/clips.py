@@ -63,3 +63,12 @@ def stream_facts(path: Path) -> dict[str, object]:
             "pixel_aspect": video.sample_aspect_ratio,
             "audio": [stream.codec_context.name for stream in container.streams.audio],
         }
+
+
+def assert_same_video_frames(ours: Path, theirs: Path, count: int) -> None:
+    """Both videos have `count` frames, the same timestamps and exactly the same pixels."""
+    mine, reference = decoded_frames(ours), decoded_frames(theirs)
+    assert len(mine) == len(reference) == count
+    for (pts, pixels), (their_pts, their_pixels) in zip(mine, reference, strict=True):
+        assert pts == their_pts
+        np.testing.assert_array_equal(pixels, their_pixels)

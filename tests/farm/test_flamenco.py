@@ -10,13 +10,12 @@ import os
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from imageforge.farm.farm_job import FarmJob
 from imageforge.farm.flamenco import JOB_TYPE_FILE, job_settings
 from tests.cli.cli_process import imageforge
-from tests.farm.clips import decoded_frames, stream_facts, textured_clip, textured_sequence
+from tests.farm.clips import assert_same_video_frames, stream_facts, textured_clip, textured_sequence
 from tests.farm.farm_kit import farm_environment, imageforge_command, node, run_tool
 
 STANDIN = Path(__file__).with_name("flamenco_standin.js")
@@ -108,11 +107,7 @@ def test_the_recorded_commands_make_what_one_run_makes(hub, server_storage, tmp_
     run_recorded(compiled["tasks"], command, env)
     single = imageforge("run", "upscale-image", f"input={clip}", "scale=2", "--output", str(tmp_path / "one"), env=env)
     reference = Path(json.loads(single.stdout)["upscale"])
-    ours, theirs = decoded_frames(tmp_path / "out" / "upscale.mp4"), decoded_frames(reference)
-    assert len(ours) == len(theirs) == 7
-    for (pts, pixels), (their_pts, their_pixels) in zip(ours, theirs, strict=True):
-        assert pts == their_pts
-        np.testing.assert_array_equal(pixels, their_pixels)
+    assert_same_video_frames(tmp_path / "out" / "upscale.mp4", reference, 7)
     assert stream_facts(tmp_path / "out" / "upscale.mp4") == stream_facts(reference)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.cli.cli_process import imageforge, kit_environment
-from tests.farm.clips import decoded_frames, stream_facts, textured_clip, textured_sequence
+from tests.farm.clips import assert_same_video_frames, decoded_frames, stream_facts, textured_clip, textured_sequence
 from tests.kit.catalog import publish_kit_catalog
 
 pytestmark = pytest.mark.slow
@@ -58,11 +58,7 @@ def test_video_chunks_assemble_to_the_single_run_video(farm_env, tmp_path):
     single = run(farm_env, "run", "upscale-image", f"input={clip}", "scale=2", "--output", str(tmp_path / "one"))
     assert single.returncode == 0, single.stderr
     reference = Path(json.loads(single.stdout)["upscale"])
-    ours, theirs = decoded_frames(video), decoded_frames(reference)
-    assert len(ours) == len(theirs) == 7
-    for (pts, pixels), (their_pts, their_pixels) in zip(ours, theirs, strict=True):
-        assert pts == their_pts
-        np.testing.assert_array_equal(pixels, their_pixels)
+    assert_same_video_frames(video, reference, 7)
     facts = stream_facts(video)
     assert facts == stream_facts(reference)
     assert facts["size"] == (64, 48) and facts["audio"] == ["aac"] and str(facts["pixel_aspect"]) == "4/3"

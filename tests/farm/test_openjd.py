@@ -18,7 +18,7 @@ from openjd.model import DocumentType, create_job, decode_job_template, document
 from imageforge.farm.farm_job import FarmJob
 from imageforge.farm.openjd import write_bundle
 from tests.cli.cli_process import imageforge
-from tests.farm.clips import decoded_frames, stream_facts, textured_clip, textured_sequence
+from tests.farm.clips import assert_same_video_frames, decoded_frames, stream_facts, textured_clip, textured_sequence
 from tests.farm.farm_kit import farm_environment, imageforge_command, openjd, run_tool
 
 
@@ -115,11 +115,7 @@ def test_openjd_run_of_the_bundle_reproduces_one_imageforge_run(farm, tmp_path):
     single = imageforge("run", "upscale-image", f"input={clip}", "scale=2", "--output", str(tmp_path / "one"), env=env)
     assert single.returncode == 0, single.stderr
     reference = Path(json.loads(single.stdout)["upscale"])
-    ours, theirs = decoded_frames(video), decoded_frames(reference)
-    assert len(ours) == len(theirs) == 7
-    for (pts, pixels), (their_pts, their_pixels) in zip(ours, theirs, strict=True):
-        assert pts == their_pts
-        np.testing.assert_array_equal(pixels, their_pixels)
+    assert_same_video_frames(video, reference, 7)
     assert stream_facts(video) == stream_facts(reference)
 
 

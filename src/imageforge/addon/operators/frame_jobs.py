@@ -40,8 +40,9 @@ def steady_edges_property():
     )
 
 
-class FrameTool:
-    frame_range: bpy.props.EnumProperty(
+def frame_range_property():
+    """Which frames a Frames tool works on (also Send to Farm's)."""
+    return bpy.props.EnumProperty(
         name="Frames",
         items=(
             (FrameRange.SOURCE.value, "Clip Frames", "Every frame the strip, clip or image shows"),
@@ -49,6 +50,10 @@ class FrameTool:
         ),
         default=FrameRange.SOURCE.value,
     )
+
+
+class FrameTool:
+    frame_range: frame_range_property()
 
     @classmethod
     def unavailable_reason(cls, context: bpy.types.Context) -> str | None:

@@ -29,6 +29,7 @@ from ...farm.farm_job import FarmJob
 from .. import preferences
 from ..scene.frame_sources import NO_FRAMES, FrameRange, FrameSource, find_frame_source, frame_source_datablock
 from ..scene.video_source import NUMBERED
+from .frame_jobs import frame_range_property
 
 FLAMENCO_SUBMISSION = "flamenco-job.json"
 TOOLS = {
@@ -63,14 +64,7 @@ of the active strip, movie clip or image sequence"""
         ),
         default="OPENJD",
     )
-    frame_range: bpy.props.EnumProperty(
-        name="Frames",
-        items=(
-            (FrameRange.SOURCE.value, "Clip Frames", "Every frame the strip, clip or image shows"),
-            (FrameRange.SCENE.value, "Scene Range", "Only the frames inside the scene's frame range"),
-        ),
-        default=FrameRange.SOURCE.value,
-    )
+    frame_range: frame_range_property()
     deliver: bpy.props.EnumProperty(
         name="Result",
         items=(
