@@ -5,6 +5,8 @@ Runs in a throwaway Python 3.11 environment with torch (never the project's); be
 Called by bench/parity/run.py as `official.py FAMILY WORK_DIR IMAGE...`; writes WORK_DIR/model.onnx and
 WORK_DIR/official.npz (everything the official pipeline returned).
 
+Every parameter of every network is filled with random values (`fill_every_parameter`): initialisation leaves
+biases, norm scales, PReLU slopes and position embeddings constant, where no parity could see a mistake.
 Where an official pipeline cannot be imported whole, this file says which documented steps it reproduces:
 - MoGe-2: dlr-moge's `MoGeModel.infer` itself (fp32), on the ViT-S configuration of bench/export_moge_vits.py.
 - Depth Anything 3: depth-anything-3's own `InputProcessor` (upper_bound_resize) and `DepthAnything3Net` (DA3-Small
@@ -22,6 +24,10 @@ Where an official pipeline cannot be imported whole, this file says which docume
   reproduced around a small sigmoid-ended network with BEN2's signature: PIL Lanczos resize to 1024², ToTensor,
   ImageNet mean/std, forward, `postprocess_image` (F.interpolate bilinear to the source size, then min–max,
   × 255 to uint8), `putalpha`. The raw sigmoid matte is saved too.
+- BiRefNet: the official repository cannot be installed (no package; its decoder needs torchvision); its
+  documented inference (model card + inference.py) is reproduced around `BiRefNetLike`: timm's Swin-T, BiRefNet
+  Lite's backbone, with a small decoder, exported with the published names (`input_image` → `output_image`,
+  logits), once square and once non-square (BIREFNET_SIZES), and run from that file on both sides.
 """
 
 from __future__ import annotations
@@ -112,7 +118,7 @@ def moge(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
             }
 
     torch.manual_seed(SEED)
-    model = Nudged(**CONFIG).eval()
+    model = fill_every_parameter(Nudged(**CONFIG).eval())
     model.onnx_compatible_mode = True
     image = torch.rand(1, 3, 252, 378)
     tokens = torch.tensor(1800, dtype=torch.int64)
@@ -125,8 +131,20 @@ def moge(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
             output_names=["points", "normal", "mask", "metric_scale"], dynamic_axes=axes, opset_version=14,
             dynamo=False,
         )  # fmt: skip
-    model.onnx_compatible_mode = False
     results: dict[str, np.ndarray] = {}
+    # The export alone (the ONNX file against the torch network on one input, level 9's 3600 tokens): the floor
+    # under every figure of the whole pipeline, since both sides' processing sits on these two.
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(work / "model.onnx"), providers=["CPUExecutionProvider"])
+    probe = torch.rand(1, 3, 252, 378, generator=torch.Generator().manual_seed(SEED + 1))
+    with torch.no_grad():
+        expected = model(probe, torch.tensor(3600, dtype=torch.int64))
+    outputs = session.run(None, {"image": probe.numpy(), "num_tokens": np.array(3600, np.int64)})
+    exported = dict(zip(("points", "normal", "mask", "metric_scale"), outputs, strict=True))
+    results["export_points"], results["export_points_torch"] = exported["points"], expected["points"].numpy()
+    results["export_normal"], results["export_normal_torch"] = exported["normal"], expected["normal"].numpy()
+    model.onnx_compatible_mode = False
     for index, path in enumerate(images):
         rgb, _ = read_rgb(path)
         tensor = torch.from_numpy(rgb.transpose(2, 0, 1).astype(np.float32))
@@ -145,9 +163,13 @@ def upscale(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
 
     torch.manual_seed(SEED)
     model = SRVGGNetCompact(num_in_ch=3, num_out_ch=3, num_feat=64, num_conv=32, upscale=4, act_type="prelu").eval()
+    fill_every_parameter(model)  # PReLU slopes (0.25 each) and biases are constant before this
     with torch.no_grad():
-        for parameter in model.parameters():  # default init fades over 32 layers (residual std 0.03, 3 px reach);
-            parameter.mul_(2.0)  # ×2: residual std 0.11 and a ~40 source px reach, as a trained network has
+        # Default init fades over 32 layers (residual std 0.03, 3 px reach). Filled and ×1.5: residual std 0.16 and
+        # a 17 px reach to 1e-4, as a trained network has (filled and ×1.6 already grows: residual std 0.94, output
+        # −2.6…3.6; unfilled and ×2, the earlier network: 0.11 and 15 px).
+        for parameter in model.parameters():
+            parameter.mul_(1.5)
         axes = {"input": {0: "batch", 2: "height", 3: "width"}, "output": {0: "batch", 2: "height", 3: "width"}}
         torch.onnx.export(
             model, torch.rand(1, 3, 64, 64), str(work / "model.onnx"), input_names=["input"], output_names=["output"],
@@ -194,7 +216,7 @@ class Ben2Like(torch.nn.Module):
 
 def ben2(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
     torch.manual_seed(SEED)
-    model = Ben2Like().eval()
+    model = fill_every_parameter(Ben2Like().eval())
     with torch.no_grad():
         torch.onnx.export(
             model, torch.rand(1, 3, BEN2_SIZE, BEN2_SIZE), str(work / "model.onnx"), input_names=["input"],
@@ -209,12 +231,115 @@ def ben2(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
         tensor = torch.from_numpy(np.asarray(resized, np.float32).transpose(2, 0, 1) / 255.0)
         with torch.no_grad():
             matte = model(((tensor - mean) / std)[None])
+        results[f"{index}_input"] = ((tensor - mean) / std).numpy()
         width, height = original.size
         stretched = torch.nn.functional.interpolate(matte, size=[height, width], mode="bilinear")[0, 0]
         stretched = (stretched - stretched.min()) / (stretched.max() - stretched.min())
         results[f"{index}_raw"] = matte[0, 0].numpy().astype(np.float64)
         results[f"{index}_alpha_float"] = stretched.numpy().astype(np.float64)
         results[f"{index}_alpha_uint8"] = (stretched * 255).numpy().astype(np.uint8)  # BEN2.py's PNG values
+    return results
+
+
+# ----------------------------------------------------------------------------------------------- BiRefNet
+
+BIREFNET_SIZES = ((512, 512), (512, 256))  # (height, width) of the two exports: square and non-square inputs
+
+
+class BiRefNetLike(torch.nn.Module):
+    """BiRefNet's signature on BiRefNet Lite's real backbone: timm's Swin-T (Swin v1 tiny, random weights, window 8
+    so both export sizes tile) and a small FPN decoder with a full-resolution skip, returning a list of logits maps
+    whose last is the matte, as `BiRefNet.forward` does (no sigmoid inside). The bilateral-reference decoder itself
+    needs torchvision's deformable convolution, which cannot be installed here; the parity is about the processing
+    around the network, which both sides run on the same weights."""
+
+    def __init__(self, height: int, width: int, channels: int = 64):
+        super().__init__()
+        import timm
+
+        self.encoder = timm.create_model(
+            "swin_tiny_patch4_window7_224", pretrained=False, features_only=True, img_size=(height, width),
+            window_size=8,
+        )  # fmt: skip
+        conv = torch.nn.Conv2d
+        self.lateral = torch.nn.ModuleList(conv(c, channels, 1) for c in self.encoder.feature_info.channels())
+        self.smooth = conv(channels, channels, 3, padding=1)
+        self.head = conv(channels, 1, 3, padding=1)
+        self.skip = conv(3, 1, 3, padding=1)
+
+    def forward(self, x):
+        interpolate = torch.nn.functional.interpolate
+        features = [feature.permute(0, 3, 1, 2) for feature in self.encoder(x)]  # timm's Swin gives NHWC
+        y = self.lateral[-1](features[-1])
+        for index in range(len(features) - 2, -1, -1):
+            y = interpolate(y, size=features[index].shape[-2:], mode="bilinear") + self.lateral[index](features[index])
+        coarse = interpolate(self.head(torch.nn.functional.gelu(self.smooth(y))), size=x.shape[-2:], mode="bilinear")
+        return [coarse, 4 * coarse + 2 * self.skip(x)]
+
+
+class LastMap(torch.nn.Module):
+    """What the published ONNX files contain: the network's last map only, `input_image` → `output_image`."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)[-1]
+
+
+def birefnet(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
+    """The official inference around the network: the model card's `transforms.Resize((h, w))` (PIL bilinear on the
+    8-bit image; torchvision's Resize calls exactly that for a PIL image), ToTensor, ImageNet Normalize,
+    `model(x)[-1].sigmoid()`, and inference.py's `F.interpolate(..., mode="bilinear", align_corners=True)` to the
+    image size, kept in float."""
+    _stub_torchvision()
+    mean = torch.tensor(IMAGENET_MEAN)[:, None, None]
+    std = torch.tensor(IMAGENET_STD)[:, None, None]
+    results: dict[str, np.ndarray] = {}
+    for model_index, (height, width) in enumerate(BIREFNET_SIZES):
+        torch.manual_seed(SEED)
+        model = fill_every_parameter(BiRefNetLike(height, width).eval())
+        with torch.no_grad():
+            torch.onnx.export(
+                LastMap(model), torch.rand(1, 3, height, width), str(work / f"model_{model_index}.onnx"),
+                input_names=["input_image"], output_names=["output_image"], opset_version=17, dynamo=False,
+            )  # fmt: skip
+        # The network both sides run is the exported file: timm's Swin does not trace to an input-independent graph
+        # with the legacy exporter (torch vs ONNX: 3e-6 on the traced input, up to 0.49 on another), so the torch
+        # module is not the reference; the official processing around the network is.
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(
+            str(work / f"model_{model_index}.onnx"), providers=["CPUExecutionProvider"]
+        )
+        for index, path in enumerate(images):
+            original = Image.open(path).convert("RGB")
+            resized = original.resize((width, height), resample=Image.BILINEAR)
+            tensor = (torch.from_numpy(np.asarray(resized, np.float32).transpose(2, 0, 1) / 255.0) - mean) / std
+            logits = session.run(None, {"input_image": tensor[None].numpy()})[0]
+            matte = torch.from_numpy(logits).sigmoid()  # model(x)[-1].sigmoid(), [-1] being the file's output
+            source_width, source_height = original.size
+            alpha = torch.nn.functional.interpolate(
+                matte, size=[source_height, source_width], mode="bilinear", align_corners=True
+            )[0, 0]
+            results[f"{model_index}_{index}_input"] = tensor.numpy()
+            results[f"{model_index}_{index}_alpha"] = alpha.numpy().astype(np.float64)
+    return results
+
+
+# ----------------------------------------------------------------------------------- foreground colour
+
+
+def foreground(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
+    """pymatting 1.1.16's `estimate_foreground_ml` with its defaults on each composite (an .npz of `image` and
+    `alpha` written by run.py): the reference for our matting/foreground.py."""
+    from pymatting import estimate_foreground_ml
+
+    results: dict[str, np.ndarray] = {}
+    for index, path in enumerate(images):
+        with np.load(path) as composite:
+            results[f"{index}_foreground"] = estimate_foreground_ml(composite["image"], composite["alpha"])
     return results
 
 
@@ -242,10 +367,14 @@ def _stub_torchvision() -> None:
         def __call__(self, tensor):
             return (tensor - self.mean) / self.std
 
+    class Anything(type):  # a placeholder's attributes are placeholders too (timm reads InterpolationMode.NEAREST)
+        def __getattr__(cls, name: str):
+            return placeholder(name)
+
     def placeholder(name: str):
         if name.startswith("__"):
             raise AttributeError(name)
-        return type(name, (), {})
+        return Anything(name, (), {})
 
     class TorchvisionStub(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         @classmethod
@@ -388,7 +517,15 @@ def sam2(work: Path, images: list[Path]) -> dict[str, np.ndarray]:
     return results
 
 
-FAMILIES = {"moge": moge, "upscale": upscale, "ben2": ben2, "da3": da3, "sam2": sam2}
+FAMILIES = {
+    "moge": moge,
+    "upscale": upscale,
+    "ben2": ben2,
+    "birefnet": birefnet,
+    "foreground": foreground,
+    "da3": da3,
+    "sam2": sam2,
+}
 
 
 def main() -> None:

@@ -35,21 +35,28 @@ PARITY_PYTHON = os.environ.get("PARITY_PYTHON", "/work/venvs/parity/bin/python")
 
 # Figure → (worst allowed, how it is measured). Lower is better for errors, higher for PSNR and agreement.
 THRESHOLDS: dict[str, tuple[str, float]] = {
-    "moge.focal_rel": ("max", 1e-6),
+    "moge.focal_rel": ("max", 1e-5),  # 1e-6 until every parameter was random: 5.5e-6 since (docs/parity.md)
     "moge.depth_rel_median": ("max", 1e-4),
     "moge.depth_rel_max": ("max", 1e-4),
     "moge.points_rel_max": ("max", 1e-4),
     "moge.mask_agreement": ("min", 0.9999),
-    "moge.normal_deg_max": ("max", 0.1),
+    "moge.normal_deg_mean": ("max", 0.05),
+    "moge.normal_deg_max": ("max", 1.0),  # 0.1 until every parameter was random: the runtimes' tail (docs/parity.md)
     "moge.exr_depth_rel_max": ("max", 1e-4),
     "upscale.psnr_db": ("min", 90.0),
     "upscale.tiled_psnr_db": ("min", 60.0),
     "upscale.seam_psnr_db": ("min", 60.0),
     "upscale.alpha_mean_abs": ("max", 5e-4),
     "upscale.alpha_max_abs": ("max", 5e-3),
-    "ben2.alpha_mean_abs": ("max", 3e-3),
-    "ben2.alpha_max_abs": ("max", 0.05),
-    "ben2.mask_agreement": ("min", 0.99),
+    "ben2.input_max_abs": ("max", 1e-6),
+    "ben2.alpha_mean_abs": ("max", 1e-5),
+    "ben2.alpha_max_abs": ("max", 1e-4),
+    "ben2.mask_agreement": ("min", 0.9999),
+    "birefnet.input_max_abs": ("max", 1e-6),
+    "birefnet.alpha_mean_abs": ("max", 1e-3),
+    "birefnet.alpha_max_abs": ("max", 1e-2),
+    "birefnet.mask_agreement": ("min", 0.999),
+    "foreground.soft_mean_abs": ("max", 0.01),
     "da3.input_mean_abs": ("max", 0.02),
     # the whole pipeline: our one float resize against DA3's two uint8 cv2 resizes (export alone: the next two)
     "da3.depth_rel_median": ("max", 5e-3),
@@ -178,6 +185,7 @@ def worst(figures: list[dict], name: str, kind: str) -> float:
 def parity_moge(work: Path) -> list[dict]:
     images = [write_png(work / "wide.png", scene(384, 256, 1)), write_png(work / "square.png", scene(256, 256, 2))]
     ref = official("moge", work, images)
+    export = export_floor(ref)
     link_model(work / "storage", "PARITY_MOGE", work / "model.onnx")
     server = Server(work / "storage", [entry("PARITY_MOGE", "geometry", "moge2")])
     figures = []
@@ -217,14 +225,32 @@ def parity_moge(work: Path) -> list[dict]:
                         ).max()
                     ),
                     "mask_agreement": float(np.mean(mask == ours["frame_valid"])),
+                    "normal_deg_mean": float(np.degrees(np.arccos(cosine)).mean()),
                     "normal_deg_max": float(np.degrees(np.arccos(cosine)).max()),
                     "masked_normals_zero": bool(np.all(normal[~ours["frame_valid"]] == 0)),
                     "exr_depth_rel_max": float(relative(exr_z[both], depth_ref[both]).max()),
+                    **export,
                 }
             )
     finally:
         server.close()
     return figures
+
+
+def export_floor(ref: dict) -> dict[str, float]:
+    """The ONNX file against the torch network on one input: how far the network itself differs between the two
+    runtimes, under the processing both sides add (normals in degrees, points relative)."""
+    normal, normal_torch = ref["export_normal"], ref["export_normal_torch"]
+    unit = normal / np.linalg.norm(normal, axis=-1, keepdims=True)
+    unit_torch = normal_torch / np.linalg.norm(normal_torch, axis=-1, keepdims=True)
+    cosine = np.clip(np.sum(unit * unit_torch, axis=-1), -1, 1)
+    points, points_torch = ref["export_points"], ref["export_points_torch"]
+    return {
+        "export_normal_deg_max": float(np.degrees(np.arccos(cosine)).max()),
+        "export_points_rel_max": float(
+            (np.linalg.norm(points - points_torch, axis=-1) / np.linalg.norm(points_torch, axis=-1)).max()
+        ),
+    }
 
 
 def read_exr_z(path: Path) -> np.ndarray:
@@ -261,11 +287,12 @@ def parity_upscale(work: Path) -> list[dict]:
             tiled = read_pixels(server.run("upscale-image", {**common, "tile_size": tile})[ResultName.UPSCALE])
             rgb_ref = ref[f"{index}_rgb"]
             height, width = rgb_ref.shape[0] // 4, rgb_ref.shape[1] // 4
-            grid = plan_tiles(height, width, tile=tile, margin=DEFAULT_MARGIN, blend=DEFAULT_BLEND)
+            grid = plan_tiles(height, width, core=tile, margin=DEFAULT_MARGIN, blend=DEFAULT_BLEND)
             seams = np.zeros(rgb_ref.shape[:2], bool)
-            for axis, starts in ((0, grid.rows), (1, grid.columns)):
-                for start in starts[1:]:  # ±(margin + blend) source pixels around every tile edge
-                    band = slice(max(0, 4 * (start - DEFAULT_BLEND)), 4 * (start + DEFAULT_MARGIN + DEFAULT_BLEND))
+            reach = DEFAULT_MARGIN + DEFAULT_BLEND
+            for axis, spans in ((0, grid.rows), (1, grid.columns)):
+                for span in spans[1:]:  # ±(margin + blend) source pixels around every seam between tile cores
+                    band = slice(max(0, 4 * (span.core_start - reach)), 4 * (span.core_start + reach))
                     if axis == 0:
                         seams[band, :] = True
                     else:
@@ -273,7 +300,7 @@ def parity_upscale(work: Path) -> list[dict]:
             item = {
                 "image": image.name,
                 "size": f"{width}x{height}",
-                "tiles": len(grid.rows) * len(grid.columns),
+                "tiles": grid.count,
                 "psnr_db": psnr(whole[..., :3], rgb_ref),
                 "tiled_psnr_db": psnr(tiled[..., :3], rgb_ref),
                 "seam_psnr_db": psnr(tiled[..., :3][seams], rgb_ref[seams]),
@@ -311,6 +338,11 @@ def parity_ben2(work: Path) -> list[dict]:
         for index, image in enumerate(images):
             parameters = {"input": str(image), "model": "PARITY_BEN2", "device": "cpu", "output_kind": "alpha"}
             alpha = read_pixels(server.run("remove-background", parameters)[ResultName.ALPHA])[..., 0]
+            debug = {"input": str(image), "model": "PARITY_BEN2", "device": "cpu"}
+            with np.load(server.run("debug-ben2", debug)[ResultName.RAW]) as raw:
+                model_input = raw["input"][0]
+            official_input = ref[f"{index}_input"]
+            float_input = float_lanczos_input(image)  # what the earlier float resize fed the model
             official_alpha = ref[f"{index}_alpha_float"]
             error = np.abs(alpha - official_alpha)
             raw = ref[f"{index}_raw"].astype(np.float32)  # the earlier order: min–max, then Lanczos/bicubic
@@ -320,6 +352,9 @@ def parity_ben2(work: Path) -> list[dict]:
                 {
                     "image": image.name,
                     "size": f"{alpha.shape[1]}x{alpha.shape[0]}",
+                    "input_max_abs": float(np.abs(model_input - official_input).max()),
+                    "input_max_abs_if_float": float(np.abs(float_input - official_input).max()),
+                    "input_mean_abs_if_float": float(np.abs(float_input - official_input).mean()),
                     "alpha_mean_abs": float(error.mean()),
                     "alpha_max_abs": float(error.max()),
                     "alpha_max_abs_vs_uint8": float(np.abs(alpha * 255 - ref[f"{index}_alpha_uint8"]).max() / 255),
@@ -331,6 +366,98 @@ def parity_ben2(work: Path) -> list[dict]:
     finally:
         server.close()
     return figures
+
+
+def parity_birefnet(work: Path) -> list[dict]:
+    images = [
+        write_png(work / "wide.png", scene(320, 200, 9)),
+        write_png(work / "square.png", scene(256, 256, 10)),
+        write_png(work / "tall.png", scene(300, 480, 11)),
+    ]
+    ref = official("birefnet", work, images)
+    sizes = ((512, 512), (512, 256))  # official.py BIREFNET_SIZES: (height, width) of each export
+    entries = []
+    for model_index in range(len(sizes)):
+        key = f"PARITY_BIREFNET_{model_index}"
+        link_model(work / "storage", key, work / f"model_{model_index}.onnx")
+        entries.append(entry(key, "background", "birefnet", normalization="imagenet", final_activation="none"))
+    server = Server(work / "storage", entries)
+    figures = []
+    try:
+        for model_index, (height, width) in enumerate(sizes):
+            key = f"PARITY_BIREFNET_{model_index}"
+            for index, image in enumerate(images):
+                common = {"input": str(image), "model": key, "device": "cpu"}
+                alpha = read_pixels(
+                    server.run("remove-background", {**common, "output_kind": "alpha"})[ResultName.ALPHA]
+                )
+                with np.load(server.run("debug-ben2", common)[ResultName.RAW]) as raw:
+                    model_input = raw["input"][0]
+                official_alpha = ref[f"{model_index}_{index}_alpha"]
+                error = np.abs(alpha[..., 0] - official_alpha)
+                figures.append(
+                    {
+                        "model_input": f"{width}x{height}",
+                        "image": image.name,
+                        "size": f"{official_alpha.shape[1]}x{official_alpha.shape[0]}",
+                        "input_max_abs": float(np.abs(model_input - ref[f"{model_index}_{index}_input"]).max()),
+                        "alpha_mean_abs": float(error.mean()),
+                        "alpha_max_abs": float(error.max()),
+                        "mask_agreement": float(np.mean((alpha[..., 0] > 0.5) == (official_alpha > 0.5))),
+                        "alpha_range": f"{official_alpha.min():.3f}-{official_alpha.max():.3f}",
+                    }
+                )
+    finally:
+        server.close()
+    return figures
+
+
+def parity_foreground(work: Path) -> list[dict]:
+    """Our foreground estimation (matting/foreground.py) against pymatting's on the synthetic hair composite
+    (tests/kit/hair_composite.py), non-square and square, plus the fringe each leaves over a new backdrop."""
+    from tests.kit.hair_composite import fringe_error, hair_composite
+
+    from imageforge.server.matting import estimate_foreground
+
+    composites = {"wide": hair_composite(640, 400, strands=80, seed=1), "square": hair_composite(512, 512, seed=2)}
+    paths = []
+    for name, composite in composites.items():
+        work.mkdir(parents=True, exist_ok=True)
+        paths.append(work / f"{name}.npz")
+        np.savez(paths[-1], image=composite.image, alpha=composite.alpha)
+    ref = official("foreground", work, paths)
+    figures = []
+    for index, (name, composite) in enumerate(composites.items()):
+        ours = composite.image.copy()
+        estimate_foreground(ours, composite.alpha)
+        theirs = ref[f"{index}_foreground"]
+        soft = composite.soft
+        white = (1.0, 1.0, 1.0)
+        figures.append(
+            {
+                "image": name,
+                "size": f"{composite.alpha.shape[1]}x{composite.alpha.shape[0]}",
+                "soft_pixels": int(soft.sum()),
+                "soft_mean_abs": float(np.abs(ours - theirs)[soft].mean()),
+                "soft_max_abs": float(np.abs(ours - theirs)[soft].max()),
+                "truth_error_ours": float(np.abs(ours - composite.foreground)[soft].mean()),
+                "truth_error_pymatting": float(np.abs(theirs - composite.foreground)[soft].mean()),
+                "fringe_without": fringe_error(composite.image, composite, white),
+                "fringe_ours": fringe_error(ours, composite, white),
+                "fringe_pymatting": fringe_error(theirs, composite, white),
+            }
+        )
+    return figures
+
+
+def float_lanczos_input(image: Path) -> np.ndarray:
+    """The earlier pre-processing, for the record: the 8-bit pixels resized with Lanczos in float (Pillow 'F')."""
+    from imageforge.server.media import resize
+    from imageforge.server.models.background import IMAGENET_MEAN, IMAGENET_STD
+
+    pixels = read_pixels(image)[..., :3].astype(np.float32)
+    scaled = np.clip(resize(pixels, (1024, 1024), lanczos=True), 0.0, 1.0)
+    return ((scaled - IMAGENET_MEAN) / IMAGENET_STD).transpose(2, 0, 1)
 
 
 def parity_da3(work: Path) -> list[dict]:
@@ -488,8 +615,14 @@ def parity_sam2(work: Path) -> list[dict]:
 
 
 FAMILIES = {
-    "moge": parity_moge, "upscale": parity_upscale, "ben2": parity_ben2, "da3": parity_da3, "sam2": parity_sam2,
-}  # fmt: skip
+    "moge": parity_moge,
+    "upscale": parity_upscale,
+    "ben2": parity_ben2,
+    "birefnet": parity_birefnet,
+    "foreground": parity_foreground,
+    "da3": parity_da3,
+    "sam2": parity_sam2,
+}
 
 
 def main() -> int:

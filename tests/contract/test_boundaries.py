@@ -158,7 +158,7 @@ def test_a_cycle_hidden_in_a_function_is_still_a_cycle(tmp_path, monkeypatch):
 JOBS = "server/jobs"
 JOB_STEPS = "server/job_steps"
 BELOW_THE_STEPS = ["server/models", "server/inference", "server/cpu_copies", "server/media", "server/geometry",
-                   "server/downloads", "server/upscaling"]  # fmt: skip
+                   "server/downloads", "server/upscaling", "server/matting"]  # fmt: skip
 JOBS_IMPORTED_BY = {"server/app.py"}  # JOB_RUNNERS, for the server's handlers
 
 

@@ -33,6 +33,7 @@ from PIL import Image as PILImage
 
 from imageforge.cli.blender_environments import blender_environments
 from imageforge.contract.conversions import WHEELHOUSE_VARIABLE
+from imageforge.server.matting import estimate_foreground
 from tests.kit.catalog import KIT_STEP, KitCatalog, publish_kit_catalog
 from tests.kit.converter_env import install_converter, wheelhouse
 from tests.kit.extension import build_extension
@@ -233,7 +234,10 @@ def test_remove_background_replaces_the_image_empty_picture(run, inputs):
     assert job["message"] == "Removed the background of 'Background'"
     assert (image["name"], image["size"], image["packed"]) == ("Background", list(SQUARE), True)
     pixels = run.array(image["pixels"])
-    np.testing.assert_array_equal(np.round(pixels[..., :3] * 255), inputs["square"])
+    # The soft edge's colour is the estimated foreground (on by default), the rest the picture's own.
+    expected = (inputs["square"] / 255).astype(np.float32)
+    estimate_foreground(expected, matte(inputs["square"]).astype(np.float32))
+    np.testing.assert_allclose(pixels[..., :3], expected, atol=2 / 255)
     np.testing.assert_allclose(pixels[..., 3], matte(inputs["square"]), atol=3 / 255)
 
 
@@ -258,7 +262,6 @@ def test_refine_selection_changes_only_the_selection_and_its_soft_edge(run, inpu
     # The server grows the selection by a few pixels (2 for this box) so soft edges just outside it land too.
     assert box_area <= changed <= (x1 - x0 + 6) * (y1 - y0 + 6)
     pixels = run.array(job["image"]["pixels"])
-    np.testing.assert_array_equal(np.round(pixels[..., :3] * 255), inputs["square"])
     expected = matte(inputs["square"])
     inside = np.zeros(SQUARE[::-1], dtype=bool)
     inside[y0:y1, x0:x1] = True
@@ -270,6 +273,13 @@ def test_refine_selection_changes_only_the_selection_and_its_soft_edge(run, inpu
     band = near & ~inside
     assert np.all((np.abs(alpha[band] - expected[band]) <= 3 / 255) | (alpha[band] == 1.0))
     np.testing.assert_array_equal(alpha[~near], 1.0)
+    # Colour: the picture's own wherever the result is opaque; inside the selection's soft matte, the estimated
+    # foreground colour (on by default), which differs from the photo's there.
+    colour = np.round(pixels[..., :3] * 255)
+    opaque = alpha == 1.0
+    np.testing.assert_array_equal(colour[opaque], inputs["square"][opaque])
+    soft = inside & (alpha > 0.05) & (alpha < 0.95)
+    assert soft.sum() > 50 and np.abs(colour[soft] - inputs["square"][soft]).mean() > 2
 
 
 # -- geometry tools: new meshes, a camera, materials ------------------------------------------------------------
@@ -459,7 +469,9 @@ def test_a_movie_strip_becomes_a_strip_of_alpha_frames_at_its_place_and_length(r
             pixels = np.asarray(frame)
         assert pixels.shape == (*SQUARE[::-1], 4)  # RGBA: the matte as alpha
         source = np.roll(inputs["square"], 8 * index, axis=1)
-        assert np.abs(pixels[..., :3].astype(int) - source).mean() < 3  # H.264 at crf 0 in yuv444p
+        expected = (source / 255).astype(np.float32)  # the soft edge in the estimated foreground colour
+        estimate_foreground(expected, matte(source).astype(np.float32))
+        assert np.abs(pixels[..., :3] / 255 - expected).mean() < 0.02  # H.264 at crf 0 in yuv444p
         assert np.abs(pixels[..., 3] / 255 - matte(source)).mean() < 0.03
 
 

@@ -175,6 +175,50 @@ def ben2_reference(x: np.ndarray, function: str = "luma") -> np.ndarray:
     raise ValueError(f"unknown BEN2 test function {function!r}")
 
 
+BIREFNET_GAIN = 8.0  # build_birefnet's logits: gain × (luma of the model input − offset)
+BIREFNET_OFFSET = 0.5
+
+
+def build_birefnet(
+    path,
+    *,
+    size: int = 64,
+    height: int | None = None,
+    final_sigmoid: bool = False,
+    channels: int = 1,
+    input_name: str = "input_image",
+    output_name: str = "output_image",
+) -> Path:
+    """BiRefNet-shaped matte model (the published ONNX signature): ``input_image`` float32 [1,3,H,S] (static) →
+    ``output_image`` float32 [1,channels,H,S], **logits** (the published files have no final sigmoid):
+    ``BIREFNET_GAIN * (luma(x) - BIREFNET_OFFSET)`` of the (already normalised) input ``x``. *final_sigmoid*
+    ends the graph in a Sigmoid (as some re-exports do); *channels* ≠ 1 makes a graph that is not a matte."""
+    height = height or size
+    g = _Graph()
+    weights = np.tile(np.array(BEN2_LUMA, np.float32).reshape(1, 3, 1, 1) * BIREFNET_GAIN, (channels, 1, 1, 1))
+    bias = np.full(channels, -BIREFNET_GAIN * BIREFNET_OFFSET, np.float32)
+    y = g.op(
+        "Conv",
+        [input_name, g.const(weights, hint="luma_w"), g.const(bias, hint="luma_b")],
+        kernel_shape=[1, 1],
+        out=None if final_sigmoid else output_name,
+    )
+    if final_sigmoid:
+        g.op("Sigmoid", [y], out=output_name)
+    return g.save(
+        path,
+        "birefnet_test",
+        [helper.make_tensor_value_info(input_name, _F32, [1, 3, height, size])],
+        [helper.make_tensor_value_info(output_name, _F32, [1, channels, height, size])],
+    )
+
+
+def birefnet_reference(x: np.ndarray) -> np.ndarray:
+    """numpy reference of :func:`build_birefnet`'s logits (one channel) for a normalised [1,3,H,W] input."""
+    luma = (np.asarray(x, np.float32) * np.array(BEN2_LUMA, np.float32).reshape(1, 3, 1, 1)).sum(axis=1, keepdims=True)
+    return BIREFNET_GAIN * (luma - BIREFNET_OFFSET)
+
+
 def build_ben2_fp16(path, *, size: int = 32, features: int = 8, seed: int = 7, ballast_bytes: int = 0) -> Path:
     """BEN2's published precision layout (``onnx/model_fp16.onnx``): ``input`` float32 [1,3,S,S] cast to fp16
     inside, fp16 weights and arithmetic, ``output`` float16 [1,1,S,S].

@@ -88,6 +88,14 @@ def _device() -> Device:
     return param(Device.AUTO, doc=_DEVICE_DOC, setting="device")
 
 
+def _estimate_foreground() -> bool:
+    return param(
+        True,
+        doc="Replace the colour of soft edge pixels with the object's own colour, so no fringe of the old "
+        "background shows on a new one (multi-level foreground estimation).",
+    )
+
+
 def _max_input_size() -> int:
     return param(
         MAX_INPUT_SIZE_DEFAULT, doc=_SIZE_DOC, minimum=1, maximum=MAX_INPUT_SIZE_LIMIT, setting="max_input_size"
@@ -125,6 +133,13 @@ class RemoveBackgroundParams:
     first_frame: int = _first_frame()
     frame_count: int = _frame_count()
     steady_edges: bool = param(False, doc="Videos: smooth the matte over time where the picture does not move.")
+    estimate_foreground: bool = _estimate_foreground()
+    premultiplied: bool = param(
+        False, doc="foreground: write the colour multiplied by alpha (premultiplied) instead of straight."
+    )
+    background_color: str | None = param(
+        None, doc="foreground: #RRGGBB to composite the cut-out over, written as an opaque image; null keeps alpha."
+    )
     model: str | None = _model("background")
     device: Device = _device()
     max_input_size: int = _max_input_size()
@@ -155,6 +170,7 @@ class RefineImageSelectionParams:
     padding: int = param(
         REFINE_PADDING_DEFAULT, doc="Context pixels added around the selection.", minimum=0, maximum=4096
     )
+    estimate_foreground: bool = _estimate_foreground()
     model: str | None = _model("background")
     device: Device = _device()
     max_input_size: int = _max_input_size()
@@ -174,6 +190,7 @@ class CutoutParams:
     input: str = param(doc="Path of a still image.", path=True)
     selection: Selection | None = param(None, doc="Region to cut out; null cuts out the whole image.")
     refine: bool = param(False, doc="Refine the selection with the background model first.")
+    estimate_foreground: bool = _estimate_foreground()
     generate_depth: bool = param(False, doc="Also write depth for a displaced cutout.")
     normal_mode: NormalMode = param(NormalMode.NONE, doc="Normal map to write, if any.")
     resolution_level: int = _resolution_level("MoGe-2 detail level.")

@@ -19,7 +19,7 @@ from imageforge.contract import JOB_SPECS, JobId
 from imageforge.server.app import create_server
 from imageforge.server.handler import make_handler
 from imageforge.server.jobs import JOB_RUNNERS
-from tests.kit.onnx_models import build_ben2, build_lama, build_upscaler
+from tests.kit.onnx_models import build_ben2, build_birefnet, build_lama, build_upscaler
 
 KIT_MODELS: dict[str, tuple[str, str, Callable[[Path], Path], dict[str, Any]]] = {
     "KIT_BEN2": ("background", "ben2", lambda path: build_ben2(path, size=64), {"normalization": "none"}),
@@ -36,6 +36,12 @@ KIT_MODELS: dict[str, tuple[str, str, Callable[[Path], Path], dict[str, Any]]] =
         {"tile_margin": 2, "tile_blend": 4},  # covers the receptive radius: tiles equal a whole-image run
     ),
     "KIT_LAMA": ("inpaint", "lama", build_lama, {}),
+    "KIT_BIREFNET": (  # the published signature: input_image → output_image logits, no sigmoid inside
+        "background",
+        "birefnet",
+        lambda path: build_birefnet(path, size=64, height=48),
+        {"normalization": "imagenet", "final_activation": "none"},
+    ),
 }
 DEFAULTS = {"KIT_BEN2", "KIT_UPSCALE", "KIT_LAMA"}
 

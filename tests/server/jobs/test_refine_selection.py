@@ -33,7 +33,8 @@ def test_a_box_refines_only_the_object_inside_it(run_job, two_objects):
     path, pixels = two_objects
     selection = {"box": [4, 12, 28, 36]}  # around the left square only
     result, context = run_job(
-        "refine-image-selection", {"input": str(path), "selection": selection, "model": "KIT_BEN2_THRESHOLD"}
+        "refine-image-selection",
+        {"input": str(path), "selection": selection, "model": "KIT_BEN2_THRESHOLD", "estimate_foreground": False},
     )
     assert {name: file.name for name, file in result.items()} == {
         "alpha": "alpha.png",

@@ -40,7 +40,7 @@ def test_a_still_keeps_its_colour_and_size_and_gains_the_matte_as_alpha(run_job,
     pixels = column_ramp()
     source = tmp_path / "ramp.png"
     PILImage.fromarray(pixels).save(source)
-    result, context = run_job("remove-background", {"input": str(source)})
+    result, context = run_job("remove-background", {"input": str(source), "estimate_foreground": False})
     assert (
         set(result) == {ResultName.FOREGROUND, ResultName.PROVENANCE}
         and result[ResultName.FOREGROUND].name == "foreground.png"
@@ -68,7 +68,7 @@ def test_sixteen_bit_rgba_stays_sixteen_bit_and_the_source_alpha_multiplies(run_
     alpha[:32] = 32768  # top half half-transparent
     codes = np.concatenate([ramp + 3, alpha], axis=2)  # + 3: values only 16 bits can hold
     source = spec_png16(tmp_path / "deep.png", codes)
-    result, _ = run_job("remove-background", {"input": str(source)})
+    result, _ = run_job("remove-background", {"input": str(source), "estimate_foreground": False})
     written = open_input(str(result[ResultName.FOREGROUND]))
     assert (written.sample_kind.value, written.has_alpha) == ("uint16", True)
     foreground = written.read_still().pixels
@@ -98,8 +98,10 @@ def test_max_input_size_limits_what_the_model_sees_not_the_result(run_job, tmp_p
     stripes[:, 1::2] = 255  # one-pixel stripes: gone once the image is reduced to 32²
     source = tmp_path / "stripes.png"
     PILImage.fromarray(stripes).save(source)
-    full, _ = run_job("remove-background", {"input": str(source)})
-    limited, context = run_job("remove-background", {"input": str(source), "max_input_size": 32})
+    full, _ = run_job("remove-background", {"input": str(source), "estimate_foreground": False})
+    limited, context = run_job(
+        "remove-background", {"input": str(source), "max_input_size": 32, "estimate_foreground": False}
+    )
     sharp = np.asarray(PILImage.open(full[ResultName.FOREGROUND]))
     soft = np.asarray(PILImage.open(limited[ResultName.FOREGROUND]))
     assert sharp.shape == soft.shape == (64, 64, 4)
@@ -112,7 +114,7 @@ def test_max_input_size_limits_what_the_model_sees_not_the_result(run_job, tmp_p
 def test_a_video_streams_into_a_video_and_says_when_alpha_cannot_be_kept(run_job, tmp_path: Path):
     frames = [np.roll(column_ramp(), shift * 8, axis=1) for shift in range(3)]
     source = write_video(tmp_path / "clip.mp4", frames)
-    result, context = run_job("remove-background", {"input": str(source)})
+    result, context = run_job("remove-background", {"input": str(source), "estimate_foreground": False})
     assert result[ResultName.FOREGROUND].name == "foreground.mp4"
     written = read_video(result[ResultName.FOREGROUND])
     assert len(written) == 3
@@ -134,7 +136,9 @@ def test_png_sequence_output_keeps_alpha_and_the_source_numbers(run_job, tmp_pat
     frames = {7: column_ramp(), 8: column_ramp()[:, ::-1].copy()}
     for number, pixels in frames.items():
         PILImage.fromarray(pixels).save(folder / f"shot_{number:04d}.png")
-    result, _ = run_job("remove-background", {"input": str(folder), "sequence_output": "png_sequence"})
+    result, _ = run_job(
+        "remove-background", {"input": str(folder), "sequence_output": "png_sequence", "estimate_foreground": False}
+    )
     first = result[ResultName.FOREGROUND]
     assert first.relative_to(first.parents[1]).as_posix() == "foreground/frame_0007.png"
     for number, pixels in frames.items():

@@ -50,6 +50,10 @@ class SteadyEdges:
         self._luma = _luma(pixels) if luma is None else luma
         self._matte = matte.astype(np.float32, copy=False)
 
+    def forget(self) -> None:
+        """No previous frame: a reused frame whose matte is not known (written over a solid colour)."""
+        self._luma = self._matte = None
+
 
 def _luma(pixels: np.ndarray) -> np.ndarray:
     return np.clip(pixels[..., :3], 0.0, 1.0) @ LUMA

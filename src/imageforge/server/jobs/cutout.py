@@ -1,9 +1,12 @@
 """generate-cutout-artifacts: a region of a still as an RGBA cutout, its matte and, on request, its geometry.
 
-Only the models the request needs are loaded: none for a flat cutout without maps, BEN2 for `refine`, MoGe-2
+Only the models the request needs are loaded: none for a flat cutout without maps, the background model
+(`background_model`: BEN2 or BiRefNet) for `refine`, MoGe-2
 for `generate_depth` or a normal map. Every result is cropped to the bounds of the selection's matte:
-- `cutout`: RGBA PNG, the source colour with alpha = source alpha × selection matte (precision kept);
-- `selection_alpha`: 16-bit single-channel PNG of the selection matte (refined by BEN2 when `refine`);
+- `cutout`: RGBA PNG, the source colour with alpha = source alpha × selection matte (precision kept); with
+  `refine`, its soft edge in the object's own colour unless `estimate_foreground` is off (job_steps/
+  cutout_colour.py; a plain selection's soft edge is its outline's coverage, whose colours are already right);
+- `selection_alpha`: 16-bit single-channel PNG of the selection matte (refined by the background model when `refine`);
 - `depth`, `depth_metadata`, `normal` as generate-depth-plane-geometry writes them, for the crop.
 
 `fill_behind` adds what a background plane needs once the object has left it, at the whole image's size:
@@ -39,17 +42,18 @@ from ..geometry.depth_fill import fill_depth_behind
 from ..geometry.frame import GeometryFrame
 from ..job_context import JobContext, JobResults
 from ..job_runners import runs
+from ..job_steps.cutout_colour import edge_colour
 from ..job_steps.geometry_analysis import analyse, check_analysable, geometry_rgb
 from ..job_steps.geometry_outputs import alpha_of, write_geometry
 from ..job_steps.hole_fill import ANALYSED_HOLE, clean_plate_weight, inpaint_pixels
-from ..job_steps.matte import refine_alpha, with_alpha
+from ..job_steps.matte import check_matte_size, refine_alpha, with_alpha
 from ..job_steps.model_loading import log_model_time, prepare_adapter
 from ..job_steps.progress import JobProgress
 from ..job_steps.region import Region
 from ..job_steps.selection_mask import check_overlap, selection_coverage
 from ..media import open_input, resize
 from ..media.png_stream import write_png, write_png_bands
-from ..models.ben2 import Ben2Adapter
+from ..models.background import BackgroundAdapter
 from ..models.display import display_pixels
 from ..models.lama import LamaAdapter
 from ..models.moge2 import MoGe2Adapter
@@ -63,13 +67,15 @@ def run_generate_cutout_artifacts(context: JobContext, params: CutoutParams) -> 
     size = (source.width, source.height)
     if params.selection is not None:
         check_overlap(params.selection, size)  # before any model is prepared or downloaded
+    if params.refine:
+        check_matte_size(size)
     geometry_wanted = params.generate_depth or params.normal_mode is not NormalMode.NONE
     if geometry_wanted:
         check_analysable(source, params.max_input_size)
     progress = JobProgress(context)
     refiner = None
     if params.refine:
-        refiner = prepare_adapter(context, progress, params.background_model, params.device, Ben2Adapter)
+        refiner = prepare_adapter(context, progress, params.background_model, params.device, BackgroundAdapter)
     geometry = None
     if geometry_wanted:
         geometry = prepare_adapter(context, progress, params.geometry_model, params.device, MoGe2Adapter)
@@ -106,6 +112,9 @@ def run_generate_cutout_artifacts(context: JobContext, params: CutoutParams) -> 
             behind = depth_behind(result.frame, weight)
     rows, columns = region.slices
     bits = image.sample_kind.png_bits
+    if refiner is not None:  # a plain selection's soft edge is its outline's coverage: those colours are right
+        progress.stage(0.8, "Estimating edge colour")  # in place, on the region only: nothing reads colour after
+        edge_colour(context, pixels[rows, columns], coverage[rows, columns], enabled=params.estimate_foreground)
 
     def cutout_rows(top: int, bottom: int) -> np.ndarray:  # band by band: no full-size RGBA copy
         band = slice(region.y0 + top, region.y0 + bottom)

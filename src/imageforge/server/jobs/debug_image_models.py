@@ -19,21 +19,21 @@ from ...contract.jobs import DEBUG_BEN2, DEBUG_UPSCALE, DebugParams
 from ..job_context import JobContext, JobResults
 from ..job_runners import runs
 from ..job_steps.debug_report import start_debug, write_debug_outputs
-from ..job_steps.matte import analysed_rgb
+from ..job_steps.matte import analysed_pixels
 from ..media import fit_long_edge
-from ..models.ben2 import Ben2Adapter
+from ..models.background import BackgroundAdapter
 from ..models.display import display_pixels
 from ..models.upscale import UpscaleAdapter
 
 
 @runs(DEBUG_BEN2)
 def run_debug_ben2(context: JobContext, params: DebugParams) -> JobResults:
-    progress, adapter, image, timings = start_debug(context, params, Ben2Adapter)
+    progress, adapter, image, timings = start_debug(context, params, BackgroundAdapter)
     pixels = display_pixels(image)
     progress.running(0.0, "Running model")
     started = time.perf_counter()
-    rgb = analysed_rgb(adapter, pixels, params.max_input_size)
-    feed = adapter.preprocess(rgb)
+    analysed = analysed_pixels(adapter, pixels, params.max_input_size)
+    feed = adapter.preprocess(analysed)
     timings["preprocess"] = time.perf_counter() - started
     started = time.perf_counter()
     raw = adapter.run({adapter.input_name: feed}, last_run=True)
@@ -45,7 +45,7 @@ def run_debug_ben2(context: JobContext, params: DebugParams) -> JobResults:
     frame = np.concatenate([pixels[..., :3], alpha[..., None]], axis=2)
     arrays = {"input": feed, **{f"raw_{name}": value for name, value in raw.items()}, "frame": frame}
     extra = {
-        "analysed_size": [rgb.shape[1], rgb.shape[0]],
+        "analysed_size": [analysed.shape[1], analysed.shape[0]],
         "normalization": adapter.normalization,
         "model_input_size": list(adapter.input_size),
     }

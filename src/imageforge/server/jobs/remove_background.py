@@ -1,4 +1,5 @@
-"""remove-background: BEN2 on a still image, a video or a frame sequence.
+"""remove-background: a background model (BEN2, BiRefNet: the catalog entry `model` names) on a still image,
+a video or a frame sequence.
 
 Results (docs/jobs.md): `foreground` — straight RGBA at the input size, the colour untouched and the matte
 as alpha (8-bit sources give 8-bit PNGs, 16-bit and float sources 16-bit); `alpha` — the matte alone, a
@@ -21,14 +22,15 @@ from ...contract.jobs import REMOVE_BACKGROUND, JobId, OutputKind, RemoveBackgro
 from ...contract.results import ResultName
 from ..job_context import JobContext, JobResults
 from ..job_runners import runs
+from ..job_steps.cutout_colour import cutout_look, edge_colour
 from ..job_steps.frame_cache import open_frame_cache
 from ..job_steps.frame_loop import Report, stream_frames
-from ..job_steps.matte import cut_out, with_alpha, write_with_alpha
+from ..job_steps.matte import check_matte_size, cut_out, write_with_alpha
 from ..job_steps.model_loading import log_model_time, prepare_adapter
 from ..job_steps.progress import JobProgress
 from ..job_steps.steady_edges import SteadyEdges
 from ..media import Frame, MediaKind, open_input, write_exr
-from ..models.ben2 import Ben2Adapter
+from ..models.background import BackgroundAdapter
 from ..models.display import display_pixels
 
 
@@ -37,7 +39,9 @@ def run_remove_background(context: JobContext, params: RemoveBackgroundParams) -
     progress = JobProgress(context)
     source = open_input(params.input)  # headers only: a bad file fails before any model download
     positions = None if source.kind is MediaKind.STILL else source.frame_range(params.first_frame, params.frame_count)
-    adapter = prepare_adapter(context, progress, params.model, params.device, Ben2Adapter)
+    look = cutout_look(params.premultiplied, params.background_color)  # a bad colour fails before any download
+    check_matte_size((source.width, source.height))
+    adapter = prepare_adapter(context, progress, params.model, params.device, BackgroundAdapter)
     progress.stage(0.08, "Reading input")
     context.log(f"Input: {source.summary}")
     directory = Path(context.directory)
@@ -47,12 +51,16 @@ def run_remove_background(context: JobContext, params: RemoveBackgroundParams) -
         image = source.read_still()
         progress.running(0.0, "Removing background")
         pixels, alpha = cut_out(adapter, image, params.max_input_size, last_run=True)
-        progress.writing()
         if wants_alpha:
+            progress.writing()
             write_exr(directory / "alpha.exr", {"Y": alpha})
             result = {ResultName.ALPHA: "alpha.exr"}
         else:
-            write_with_alpha(directory / "foreground.png", pixels, alpha, bits=image.sample_kind.png_bits)
+            progress.stage(0.9, "Estimating edge colour")
+            edge_colour(context, pixels, alpha, enabled=params.estimate_foreground)  # in place: pixels are ours
+            progress.writing()
+            context.log(f"Foreground written {look.describe()}")
+            write_with_alpha(directory / "foreground.png", pixels, alpha, bits=image.sample_kind.png_bits, look=look)
             result = {ResultName.FOREGROUND: "foreground.png"}
         log_model_time(context, progress, adapter)
         return result
@@ -65,11 +73,18 @@ def run_remove_background(context: JobContext, params: RemoveBackgroundParams) -
         pixels, alpha = cut_out(adapter, frame.image, params.max_input_size, last_run=last)
         if steady is not None:
             alpha = steady(pixels, alpha)
-        return alpha if wants_alpha else with_alpha(pixels, alpha)
+        if wants_alpha:
+            return alpha
+        edge_colour(context, pixels, alpha, enabled=params.estimate_foreground)  # in place: steady kept its luma
+        return look.rows(pixels, alpha)
 
     def reused(frame: Frame, result: np.ndarray) -> None:
-        if steady is not None:
+        if steady is None:
+            return
+        if wants_alpha or result.shape[-1] == 4:
             steady.remember(display_pixels(frame.image), result if wants_alpha else result[..., 3])
+        else:  # written over a solid colour: the matte is not kept, so the next frame starts afresh
+            steady.forget()
 
     result = stream_frames(
         context,
@@ -78,7 +93,7 @@ def run_remove_background(context: JobContext, params: RemoveBackgroundParams) -
         result=ResultName.ALPHA if wants_alpha else ResultName.FOREGROUND,
         sequence_output=params.sequence_output,
         size=(source.width, source.height),
-        alpha=not wants_alpha,
+        alpha=not wants_alpha and look.channels == 4,
         bits=16 if wants_alpha else source.sample_kind.png_bits,
         process=process,
         positions=positions,

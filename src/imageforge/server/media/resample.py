@@ -153,16 +153,21 @@ def sample_bilinear(plane: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.nda
     return samples
 
 
-def resize_bilinear(plane: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+def resize_bilinear(plane: np.ndarray, size: tuple[int, int], *, align_corners: bool = False) -> np.ndarray:
     """An (H, W) float plane resized to (width, height) as PyTorch's bilinear `interpolate` does it.
 
-    Half-pixel centres (align_corners=False), no antialiasing when shrinking, edges clamped: the resampling
-    the official pipelines of the mattes (BEN2) apply to their model output. Works in row bands.
+    Half-pixel centres (align_corners=False; BEN2.py) or corner pixels on corner pixels (align_corners=True;
+    BiRefNet's inference.py), no antialiasing when shrinking, edges clamped: the resampling the official
+    pipelines of the mattes apply to their model output. Works in row bands.
     """
     width, height = size
     source_height, source_width = plane.shape
-    xs = (np.arange(width) + 0.5) * (source_width / width) - 0.5
-    ys = (np.arange(height) + 0.5) * (source_height / height) - 0.5
+    if align_corners:
+        xs = np.arange(width) * ((source_width - 1) / (width - 1) if width > 1 else 0.0)
+        ys = np.arange(height) * ((source_height - 1) / (height - 1) if height > 1 else 0.0)
+    else:
+        xs = (np.arange(width) + 0.5) * (source_width / width) - 0.5
+        ys = (np.arange(height) + 0.5) * (source_height / height) - 0.5
     source = np.asarray(plane, np.float32)[..., None]
     out = np.empty((height, width), np.float32)
     for top in range(0, height, BILINEAR_BAND_ROWS):

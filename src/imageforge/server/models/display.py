@@ -10,8 +10,11 @@ function and clipped before a model sees it, and a result written as PNG is disp
 from __future__ import annotations
 
 import numpy as np
+from PIL import Image as PILImage
 
 from ..media import Image, SampleKind, resize
+
+EIGHT_BIT_BAND_PIXELS = 1 << 22  # source pixels quantised at a time (16 MiB of float32 per channel)
 
 
 def srgb_encode(linear: np.ndarray) -> np.ndarray:
@@ -53,3 +56,21 @@ def over_black_at(pixels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     for channel in range(3):
         out[..., channel] = resize(pixels[..., channel] * pixels[..., 3], size)
     return out
+
+
+def over_black_8bit(pixels: np.ndarray) -> PILImage.Image:
+    """Display pixels (H, W, 3|4) over black as the 8-bit RGB image a model's official code opens.
+
+    Models trained on 8-bit photographs are fed by code that resizes the 8-bit image itself (PIL, two passes,
+    rounding to 8 bits between them); doing that on the same 8-bit values reproduces their input exactly,
+    which resizing in float never does. Values are rounded, so an 8-bit source (k / 255) comes back as k.
+    Filled band by band: no full-size float copy of the composite.
+    """
+    height, width = pixels.shape[:2]
+    image = PILImage.new("RGB", (width, height))
+    band = max(1, EIGHT_BIT_BAND_PIXELS // max(1, width))
+    for top in range(0, height, band):
+        rgb = over_black(pixels[top : top + band])
+        quantised = np.rint(np.clip(rgb, 0.0, 1.0) * 255.0).astype(np.uint8)
+        image.paste(PILImage.fromarray(np.ascontiguousarray(quantised), "RGB"), (0, top))
+    return image

@@ -1,0 +1,130 @@
+"""Every background tool's cut-out colour: foreground estimation on by default (off on request), the looks
+(straight, premultiplied, over a solid colour), with BEN2 and BiRefNet kit models through the real handler."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image as PILImage
+
+from imageforge.contract import InputError
+from imageforge.contract.results import ResultName
+from imageforge.server.matting import estimate_foreground
+from imageforge.server.media import open_input
+from tests.kit.hair_composite import hair_composite
+
+MODELS = ["KIT_BEN2", "KIT_BIREFNET"]
+
+
+@pytest.fixture
+def hair(tmp_path: Path) -> tuple[Path, np.ndarray]:
+    """An 8-bit photo of hair on a green wall (64 × 48): soft mattes from either kit model."""
+    composite = hair_composite(64, 48, strands=20, seed=3)
+    pixels = np.round(composite.image * 255).astype(np.uint8)
+    path = tmp_path / "hair.png"
+    PILImage.fromarray(pixels).save(path)
+    return path, pixels
+
+
+def read(path: Path) -> np.ndarray:
+    return open_input(str(path)).read_still().pixels
+
+
+def float_matte(run_job, path: Path, model: str) -> np.ndarray:
+    result, _ = run_job("remove-background", {"input": str(path), "model": model, "output_kind": "alpha"})
+    return read(result[ResultName.ALPHA])[..., 0]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_remove_background_writes_the_estimated_colour_by_default(run_job, hair, model):
+    path, pixels = hair
+    matte = float_matte(run_job, path, model)
+    soft = (matte > 0) & (matte < 1)
+    assert soft.sum() > 100
+    result, context = run_job("remove-background", {"input": str(path), "model": model})
+    foreground = read(result[ResultName.FOREGROUND])
+    expected = pixels.astype(np.float32) / 255
+    estimate_foreground(expected, matte)
+    np.testing.assert_allclose(foreground[..., :3], expected, atol=1 / 255 + 1e-6)
+    assert np.abs(foreground[..., :3] - pixels / 255)[soft].max() > 0.05  # the edge colour really changed
+    np.testing.assert_allclose(foreground[..., 3], matte, atol=1 / 255)
+    assert "Foreground colour estimated on" in context.log_text
+    off, context = run_job("remove-background", {"input": str(path), "model": model, "estimate_foreground": False})
+    np.testing.assert_array_equal(np.round(read(off[ResultName.FOREGROUND])[..., :3] * 255), pixels)
+    assert "Foreground colour: off" in context.log_text
+
+
+def test_premultiplied_and_solid_colour_looks(run_job, hair):
+    path, _ = hair
+    common = {"input": str(path), "model": "KIT_BIREFNET"}
+    straight = read(run_job("remove-background", common)[0][ResultName.FOREGROUND])
+    premultiplied = read(run_job("remove-background", {**common, "premultiplied": True})[0][ResultName.FOREGROUND])
+    alpha = straight[..., 3:]
+    np.testing.assert_allclose(premultiplied[..., 3:], alpha)
+    np.testing.assert_allclose(premultiplied[..., :3], straight[..., :3] * alpha, atol=1.5 / 255)
+    result, context = run_job("remove-background", {**common, "background_color": "#FF8000"})
+    solid = read(result[ResultName.FOREGROUND])
+    assert solid.shape == (48, 64, 3)  # opaque: no alpha channel
+    backdrop = np.array([1.0, 128 / 255, 0.0], np.float32)
+    np.testing.assert_allclose(solid, straight[..., :3] * alpha + backdrop * (1 - alpha), atol=1.5 / 255)
+    assert "over #ff8000, opaque" in context.log_text
+
+
+def test_a_colour_that_is_not_hex_is_refused_before_any_model_loads(run_job, hair):
+    path, _ = hair
+    with pytest.raises(InputError, match=r"background_color must be a colour written #RRGGBB .* not 'green'"):
+        run_job("remove-background", {"input": str(path), "background_color": "green"})
+
+
+def test_a_crisp_matte_skips_the_estimate_and_says_so(run_job, tmp_path: Path):
+    pixels = np.full((64, 64, 3), 30, dtype=np.uint8)  # the model's own size: its 0/1 matte is not resampled
+    pixels[16:32, 8:24, 0] = 230  # the threshold model's foreground: a hard-edged red square
+    path = tmp_path / "square.png"
+    PILImage.fromarray(pixels).save(path)
+    result, context = run_job("remove-background", {"input": str(path), "model": "KIT_BEN2_THRESHOLD"})
+    np.testing.assert_array_equal(np.round(read(result[ResultName.FOREGROUND])[..., :3] * 255), pixels)
+    assert "the matte has no soft pixel, colour kept" in context.log_text
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_refine_selection_cutout_gets_the_estimated_colour(run_job, hair, model):
+    path, pixels = hair
+    selection = {"box": [0, 0, 64, 48]}
+    result, _ = run_job("refine-image-selection", {"input": str(path), "selection": selection, "model": model})
+    alpha = read(result[ResultName.ALPHA])[..., 0]
+    cutout = read(result[ResultName.CUTOUT])
+    soft = (alpha > 0) & (alpha < 1)
+    assert np.abs(cutout[..., :3] - pixels / 255)[soft].max() > 0.05
+    hard = alpha == 1
+    np.testing.assert_array_equal(np.round(cutout[..., :3] * 255)[hard], pixels[hard])
+
+
+def test_a_sixteen_bit_source_keeps_sixteen_bits(run_job, tmp_path: Path):
+    """Transparent pixels keep their exact 16-bit colour; estimated edge colours are not rounded to 8 bits."""
+    from tests.server.media.makers import spec_png16
+
+    composite = hair_composite(64, 48, strands=20, seed=5)
+    colour = np.round(composite.image * 65535).astype(np.uint16) | 1  # odd codes: only 16 bits hold them
+    alpha = np.full((48, 64, 1), 65535, np.uint16)
+    alpha[:, :8] = 0  # a transparent strip: matte 0 there, colour kept as it is
+    path = spec_png16(tmp_path / "deep.png", np.concatenate([colour, alpha], axis=2))
+    result, _ = run_job("remove-background", {"input": str(path), "model": "KIT_BIREFNET"})
+    written = open_input(str(result[ResultName.FOREGROUND]))
+    assert written.sample_kind.value == "uint16"
+    foreground = written.read_still().pixels
+    codes = np.round(foreground[..., :3] * 65535).astype(np.int64)
+    np.testing.assert_array_equal(codes[:, :8], colour[:, :8])
+    soft = (foreground[..., 3] > 0) & (foreground[..., 3] < 1)
+    assert soft.sum() > 100 and np.count_nonzero(codes[soft] % 257) > 0.9 * codes[soft].size
+
+
+@pytest.mark.parametrize(
+    ("job", "extra"), [("remove-background", {}), ("refine-image-selection", {"selection": {"box": [0, 0, 7, 20]}})]
+)
+def test_an_image_below_8_pixels_is_refused_in_one_sentence(run_job, tmp_path: Path, job, extra):
+    path = tmp_path / "thin.png"
+    PILImage.fromarray(np.zeros((20, 7, 3), np.uint8)).save(path)
+    with pytest.raises(InputError, match=r"^The image is 7×20 pixels; removing a background needs at least 8 pixels"):
+        run_job(job, {"input": str(path), **extra})
