@@ -22,8 +22,8 @@ from PIL import Image as PILImage
 
 from ...contract import ModelUnavailableError
 from ...contract.catalog import Family, ModelEntry
-from ..inference import SessionHandle
 from ..cpu_copies.onnx_messages import final_operator
+from ..inference import SessionHandle
 from .base import Adapter
 from .display import over_black_8bit
 
