@@ -23,6 +23,7 @@ from ..scene.frame_sources import NO_FRAMES, FrameRange, FrameSource, find_frame
 from .availability import server_reason
 from .base import ImageForgeJobOperator
 from .listing import Listing, Surface
+from .model_choice import background_model_property, chosen_background_model
 from .upscale_size import scale_property
 
 
@@ -87,6 +88,7 @@ a new PNG sequence with alpha beside the source"""
     job_id = JobId.REMOVE_BACKGROUND
 
     steady_edges: steady_edges_property()
+    background_model: background_model_property()
 
     def prepare(self, context: bpy.types.Context) -> RemoveBackgroundParams:
         return job_parameters(
@@ -94,6 +96,7 @@ a new PNG sequence with alpha beside the source"""
             **self.frame_parameters(context),
             steady_edges=self.steady_edges,
             output_kind=OutputKind.FOREGROUND,
+            **chosen_background_model(self.background_model),
         )
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:

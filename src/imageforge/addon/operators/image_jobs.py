@@ -18,6 +18,7 @@ from ..scene.selection import refined_region
 from .base import ImageForgeJobOperator
 from .image_tool import ImageTool, parse_selection, selection_property, start_drawing
 from .listing import Listing, SelectionAction, Surface
+from .model_choice import background_model_property, chosen_background_model
 from .upscale_size import scale_property, target_size
 
 
@@ -29,12 +30,19 @@ class IMAGEFORGE_OT_remove_background(ImageTool, ImageForgeJobOperator, bpy.type
     listings = (Listing(Surface.TOOLS_MENU, 10, "IMAGE_RGB_ALPHA"), Listing(Surface.TOOLS_PANEL, 10, "IMAGE_RGB_ALPHA"))
     job_id = JobId.REMOVE_BACKGROUND
 
+    background_model: background_model_property()
+
     def prepare(self, context: bpy.types.Context) -> RemoveBackgroundParams:
         image = self.target_image(context)
         # Float (HDR) images get the matte only and are multiplied here: their values never pass through PNG.
         self._float = image.is_float
         kind = OutputKind.ALPHA if self._float else OutputKind.FOREGROUND
-        return job_parameters(RemoveBackgroundParams, input=self.input_path(image), output_kind=kind)
+        return job_parameters(
+            RemoveBackgroundParams,
+            input=self.input_path(image),
+            output_kind=kind,
+            **chosen_background_model(self.background_model),
+        )
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
         image = self.landed_image()
@@ -112,6 +120,7 @@ class IMAGEFORGE_OT_refine_selection(ImageTool, ImageForgeJobOperator, bpy.types
     padding: bpy.props.IntProperty(
         name="Padding", description="Context pixels the model sees around the selection", default=32, min=0
     )
+    background_model: background_model_property()
 
     def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
         if not self.selection:  # from F3 or a menu: draw the region first
@@ -126,7 +135,11 @@ class IMAGEFORGE_OT_refine_selection(ImageTool, ImageForgeJobOperator, bpy.types
         self._selection = selection.to_dict()
         self._float = image.is_float
         return job_parameters(
-            RefineImageSelectionParams, input=self.input_path(image), selection=selection, padding=self.padding
+            RefineImageSelectionParams,
+            input=self.input_path(image),
+            selection=selection,
+            padding=self.padding,
+            **chosen_background_model(self.background_model),
         )
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
