@@ -62,3 +62,17 @@ def test_attention_estimate_matches_the_measured_order_of_magnitude():
     message = AttentionEstimate(views=40, image_size=504, heads=6).over_budget_message(4)
     assert message.startswith("40 frames at 504 px need about ")
     assert f"use at most {fits} frames, or turn on windowed processing." in message
+
+
+def test_depth_of_the_shared_frames_sets_the_scale_even_when_noisy_cameras_move():
+    """The shared cameras move a little and their centres are noisy: the centres' spread would give a wrong scale;
+    the shared frames' depth maps (thousands of pixels, one unit with the translations) give the right one."""
+    truth = camera_path(4)
+    rotation = rotation_about(np.array([0.2, 1.0, 0.0]), 0.4)
+    moved = to_other_world(truth, 3.0, rotation, np.array([0.5, 0.0, -1.0]))
+    moved[:, :, 3] += np.random.default_rng(1).normal(0, 0.05, (4, 3))  # 5 cm of noise on ~30 cm baselines
+    depth = np.random.default_rng(2).uniform(2.0, 9.0, (4, 32, 32))
+    from_centres = align_windows(truth, moved)
+    from_depth = align_windows(truth, moved, reference_depth=depth, moving_depth=depth / 3.0)
+    assert abs(from_centres.scale - 3.0) > 0.05  # what the centres alone say
+    assert from_depth.scale == pytest.approx(3.0, rel=1e-9)

@@ -3,8 +3,11 @@
 Each Depth Anything 3 window has its own world frame and scale. For frames shared by windows A and B,
 the same physical camera has world-to-camera extrinsics [R_a | t_a] and [R_b | t_b]. A similarity
 x_A = s·R·x_B + t relates the two worlds, so R_a = R_b·Rᵀ and camera centres C_a = s·R·C_b + t.
-R comes from the rotations (a chordal mean, robust even when the cameras barely move); s and t from the
-camera centres by least squares, or from the depth ratio when the centres coincide.
+R comes from the rotations (a chordal mean, robust even when the cameras barely move). s comes from the
+depth maps of the shared frames when they are given: Depth Anything 3's depth and translations share one unit
+per run, and the median ratio over every pixel of every shared frame is far steadier than the few centimetres
+the shared cameras move between them (on bench/window_drift.py's noise: 3.5 % → see docs/benchmarks.md);
+without depth, from the camera centres' spread by least squares. t then from the centres' means.
 """
 
 from __future__ import annotations
@@ -58,12 +61,15 @@ def align_windows(
     centres_a, centres_b = camera_centres(reference), camera_centres(moving)
     rotated_b = centres_b @ rotation.T
     spread_b = rotated_b - rotated_b.mean(axis=0)
-    if len(centres_a) >= 2 and np.linalg.norm(spread_b) > 1e-9:
+    usable = None
+    if reference_depth is not None and moving_depth is not None:
+        usable = (reference_depth > 0) & (moving_depth > 0) & np.isfinite(reference_depth) & np.isfinite(moving_depth)
+    if usable is not None and usable.any():
+        assert reference_depth is not None and moving_depth is not None
+        scale = float(np.median(reference_depth[usable] / moving_depth[usable]))
+    elif len(centres_a) >= 2 and np.linalg.norm(spread_b) > 1e-9:
         spread_a = centres_a - centres_a.mean(axis=0)
         scale = float(np.sum(spread_a * spread_b) / np.sum(spread_b * spread_b))
-    elif reference_depth is not None and moving_depth is not None:
-        usable = (reference_depth > 0) & (moving_depth > 0)
-        scale = float(np.median(reference_depth[usable] / moving_depth[usable])) if usable.any() else 1.0
     else:
         scale = 1.0
     translation = centres_a.mean(axis=0) - scale * rotated_b.mean(axis=0)

@@ -5,10 +5,11 @@ heads × (N × (S/14)²)² × 4 bytes (geometry/attention.py). That is estimated
 `memory_budget_gib` the job refuses with a message that says how many frames would fit, or, with `windowed`,
 splits the sequence into overlapping windows of as many frames as fit.
 
-Windows. Each window has its own world and scale. Window k+1 shares its first frames with window k; the
-similarity that maps the shared cameras of k+1 onto those of k (geometry/alignment.py) is applied to all of
-k+1's cameras and its depth is scaled by the same factor, so the whole sequence ends up in the first
-window's world: one consistent path.
+Windows. Each window has its own world and scale. Window k+1 shares half its frames with window k; the
+similarity that maps the shared cameras of k+1 onto those of k (geometry/alignment.py: rotation from the
+shared cameras, scale from the shared frames' depth maps) is applied to all of k+1's cameras and its depth is
+scaled by the same factor, so the whole sequence ends up in the first window's world: one consistent path
+(drift measured in docs/benchmarks.md, bench/window_drift.py).
 
 Results (docs/jobs.md):
 - `cameras` (cameras.json, contract/cameras.py's versioned `MultiviewCameras`): per frame, world-to-camera 3×4
@@ -159,7 +160,7 @@ def plan_windows(adapter: DepthAnything3Adapter, count: int, budget_gib: float, 
             f"Windowed processing needs {MIN_WINDOW} frames per window, which at {adapter.size} px takes about "
             f"{needed:.2f} GiB of attention memory: raise the memory budget to at least that."
         )
-    overlap = min(size - 1, max(2, size // 3))
+    overlap = min(size - 1, max(2, size // 2))
     windows, start = [], 0
     while start + size < count:
         windows.append(range(start, start + size))
@@ -224,8 +225,9 @@ def solve_windows(
             similarity = align_windows(
                 extrinsics[shared],
                 poses[mine],
-                reference_depth=_picture(views, shared[0], previous.depth[previous_window.index(shared[0])]) * scale,
-                moving_depth=_picture(views, shared[0], result.depth[mine[0]]),
+                reference_depth=np.stack([_picture(views, i, previous.depth[previous_window.index(i)]) for i in shared])
+                * scale,
+                moving_depth=np.stack([_picture(views, i, result.depth[window.index(i)]) for i in shared]),
             )
             poses = similarity.apply_to_extrinsics(poses)
             scale = similarity.scale
