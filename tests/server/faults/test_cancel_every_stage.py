@@ -1,4 +1,5 @@
-"""Cancel every job type at every progress point: it ends `cancelled` within one stage and keeps nothing.
+"""Cancel every job type at every progress point: it ends `cancelled` within one stage and keeps nothing; and
+uncancelled, its bar (computed from its declared stages) never goes back.
 
 Each job runs through the server's real handler with a real BlendJob JobContext, real model sessions (kit
 models already downloaded) and real files. A first run counts the job's progress reports; then, for each
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -39,11 +41,13 @@ class CancellingContext(JobContext):
         super().__init__(*args, **kwargs)
         self.cancel_at = cancel_at
         self.reports: list[str] = []
+        self.fractions: list[float] = []
         self.reports_after_cancel = 0
 
     def progress(self, progress, message):
         super().progress(progress, message)
         self.reports.append(str(message))
+        self.fractions.append(float(progress))
         if self._is_cancelled():
             self.reports_after_cancel += 1
         elif self.cancel_at is not None and len(self.reports) == self.cancel_at:
@@ -161,6 +165,8 @@ def test_cancel_at_every_progress_report(environment, job_id, monkeypatch):
     assert result, f"{job_id} did not succeed uncancelled: {context.reports}"
     total = len(context.reports)
     assert total >= 2, f"{job_id} reports too little progress to cancel between stages"
+    steps = list(zip(context.fractions, context.reports, strict=True))
+    assert all(0 <= a <= b <= 1 for a, b in pairwise(context.fractions)), f"{job_id}: the bar went back: {steps}"
     for cancel_at in range(1, total + 1):
         context, directory, result = run(environment, job_id, cancel_at=cancel_at)
         where = f"{job_id} cancelled at report {cancel_at} ({context.reports[cancel_at - 1]!r})"

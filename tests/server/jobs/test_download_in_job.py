@@ -1,5 +1,6 @@
 """An image job whose model is missing downloads it inside the job: the download fills only the model-preparation
-share of the bar (0 → RUN_START), keeps its bytes message, and the job's progress never goes backwards."""
+share of the bar (the job's PREPARING stage, before it reads its input), keeps its bytes message, and the job's
+progress never goes backwards."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from imageforge.contract.results import ResultName
 from imageforge.server.app import create_server
 from imageforge.server.blendjob_compat import job_status
 from imageforge.server.handler import make_handler
-from imageforge.server.job_steps.progress import RUN_START
+from imageforge.server.job_steps.progress import PREPARING, READING
 from imageforge.server.jobs import JOB_RUNNERS
+from imageforge.server.jobs.upscale_image import STAGES
 from tests.kit.catalog import publish_kit_catalog
 
 
@@ -64,5 +66,8 @@ def test_a_model_downloaded_inside_an_image_job_stays_in_the_preparation_share(
     assert any(message.startswith("Downloading Kit Upscale") for message in messages), messages
     running = next(index for index, message in enumerate(messages) if message.startswith("Upscaling tile"))
     assert running > messages.index("Models are ready")
-    assert max(fractions[:running]) <= RUN_START, context.published
-    assert all(later >= earlier for earlier, later in pairwise(fractions)), context.published
+    reading = messages.index(READING.message)
+    downloading = [index for index, message in enumerate(messages) if message.startswith("Downloading")]
+    assert max(fractions[index] for index in downloading) < STAGES.span(PREPARING)[1] == fractions[reading]
+    assert max(fractions[:running]) <= STAGES.span(READING)[1], context.published
+    assert all(later >= earlier for earlier, later in pairwise(fractions)), repr(context.published)

@@ -19,25 +19,28 @@ from ..job_context import JobContext
 from ..media import Image, open_input, write_json, write_npz
 from ..models import Adapter
 from .model_loading import log_model_time, prepare_adapter
-from .progress import JobProgress
+from .progress import PREPARING, READING, JobProgress, JobStages, Stage
 
 A = TypeVar("A", bound=Adapter)
 # Debug arrays (the input, raw outputs and the full-size frame, then their NPZ) cost about 40 bytes a pixel:
 # 16 megapixels stay near 1 GiB, where the 268 megapixel limit of the other jobs would need about 10 GiB.
 DEBUG_MAX_PIXELS = 4096 * 4096
 
+RUNNING = Stage("Running model", 85)  # a still-image debug job: the model's one run (or its tiles)
+DEBUG_STAGES = JobStages(PREPARING, READING, RUNNING)
+
 
 def start_debug(
     context: JobContext, params: DebugParams, expect: type[A]
 ) -> tuple[JobProgress, A, Image, dict[str, float]]:
     """The start every still-image debug job shares: check the input, load the model, read the image, time it."""
-    progress = JobProgress(context)
+    progress = JobProgress(context, DEBUG_STAGES)
     source = open_input(params.input, still_only=True)  # headers only: a bad file fails before any download
     check_debug_size(source.path.name, source.width, source.height)
     started = time.perf_counter()
     adapter = prepare_adapter(context, progress, params.model, params.device, expect)
     timings = {"load": time.perf_counter() - started}
-    progress.stage(0.08, "Reading input")
+    progress.enter(READING)
     started = time.perf_counter()
     image = source.read_still()
     timings["read"] = time.perf_counter() - started
@@ -88,7 +91,7 @@ def write_debug_outputs(
     }
     directory = Path(context.directory)
     write_npz(directory / "raw.npz", arrays)
-    progress.stage(0.98, "Writing summary")
+    progress.writing("Writing summary")
     write_json(directory / "summary.json", summary)
     log_model_time(context, progress, adapter)
     return {ResultName.RAW: "raw.npz", ResultName.SUMMARY: "summary.json"}

@@ -26,7 +26,7 @@ from ..job_context import JobContext
 from ..media import Frame, FrameSlot, MediaSource
 from .frame_cache import FrameCache, FrameKey, frame_key
 from .frame_output import FrameResultWriter
-from .progress import JobProgress
+from .progress import JobProgress, Stage
 from .write_behind import WriteBehind
 
 Report = Callable[[float, str], None]  # (fraction of this frame done, detail such as "tile 3/12")
@@ -44,6 +44,7 @@ def stream_frames(
     alpha: bool,
     bits: int,
     process: ProcessFrame,
+    stage: Stage,
     positions: range | None = None,
     cache: FrameCache | None = None,
     on_reused: Callable[[Frame, np.ndarray], None] | None = None,
@@ -51,11 +52,11 @@ def stream_frames(
     """Process every frame of `source`; returns {result: file name in the job folder}.
 
     `size` is the (width, height) of the frames `process` returns; `alpha` says whether they carry
-    meaningful transparency; `bits` is the PNG depth for sequence output. `positions` limits the frames
-    (source.frame_range); a video result of a range that starts later than the first frame starts at time 0
-    and has no audio. `cache` (optional) keeps every processed frame and supplies the ones an earlier run
-    finished; it is discarded once the result is written. `on_reused(frame, pixels)` is told of every frame
-    taken from the cache (a temporal filter's state follows the frames it did not compute).
+    meaningful transparency; `bits` is the PNG depth for sequence output; the frames fill the job's `stage`.
+    `positions` limits the frames (source.frame_range); a video result of a range that starts later than the
+    first frame starts at time 0 and has no audio. `cache` (optional) keeps every processed frame and supplies
+    the ones an earlier run finished; it is discarded once the result is written. `on_reused(frame, pixels)` is
+    told of every frame taken from the cache (a temporal filter's state follows the frames it did not compute).
     """
     positions = positions or range(source.frame_count)
     total = max(len(positions), 1)
@@ -67,7 +68,7 @@ def stream_frames(
 
             def report(done: float, detail: str, index: int = index) -> None:
                 parts = [f"Frame {index + 1}/{total}", timing.left(index, done), detail]
-                progress.running((index + done) / total, " · ".join(part for part in parts if part))
+                progress.within(stage, (index + done) / total, " · ".join(part for part in parts if part))
 
             report(0.0, "")
             key = frame_key(frame) if cache is not None else None
@@ -89,7 +90,7 @@ def stream_frames(
             cache_warnings.clear()
             for warning in warnings:
                 context.log(warning, level="WARNING")
-                progress.running((index + 1) / total, warning)
+                progress.within(stage, (index + 1) / total, warning)
             warnings.clear()
 
             def keep_and_write(frame: Frame = frame, key: FrameKey | None = key, pixels: np.ndarray = pixels) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ...contract.jobs import SequenceOutput
 from ...contract.results import ResultName
+from ..inference import current_fraction
 from ..job_context import JobContext
 from ..media import (
     FrameSlot,
@@ -78,7 +79,7 @@ class FrameResultWriter:
                 "choose PNG sequence output to keep it."
             )
             context.log(message, level="WARNING")
-            context.progress(0.1, message)
+            context.progress(current_fraction(context), message)  # the bar stays where it is
         audio = source.path if source.has_audio and not self.trimmed else None
         if source.has_audio and self.trimmed:
             context.log("The range starts after the first frame, so the video result has no audio.", level="WARNING")

@@ -13,7 +13,7 @@ from ...contract.sizes import geometry_size_problem
 from ..media import MediaSource, fit_long_edge_size
 from ..models.display import over_black, over_black_at
 from ..models.moge2 import MoGe2Adapter, MoGeResult
-from .progress import JobProgress
+from .progress import JobProgress, Stage
 
 
 def check_analysable(source: MediaSource, max_input_size: int) -> None:
@@ -33,14 +33,18 @@ def geometry_rgb(pixels: np.ndarray, max_input_size: int) -> np.ndarray:
 
 
 def analyse(
-    progress: JobProgress, adapter: MoGe2Adapter, rgb: np.ndarray, max_input_size: int, resolution_level: int
+    progress: JobProgress,
+    stage: Stage,
+    adapter: MoGe2Adapter,
+    rgb: np.ndarray,
+    max_input_size: int,
+    resolution_level: int,
 ) -> MoGeResult:
-    """Run MoGe-2 once on display RGB composited over black, with a progress stage before and a check after."""
-    progress.stage(0.1, f"Running {adapter.entry.label}")
+    """Run MoGe-2 once on display RGB composited over black, as the job's `stage`, and log what it analysed."""
+    progress.enter(stage, f"Running {adapter.entry.label}")
     result = adapter.analyse(rgb, max_input_size=max_input_size, resolution_level=resolution_level)
     progress.context.log(
         f"Analysed {result.analysed_size[0]}×{result.analysed_size[1]} with {result.num_tokens} tokens; "
         f"valid {result.frame.valid.mean():.1%}; timings { ({k: round(v, 3) for k, v in result.timings.items()}) }"
     )
-    progress.stage(0.8, "Writing result")
     return result

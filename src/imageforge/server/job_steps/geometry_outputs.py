@@ -62,16 +62,16 @@ def write_geometry(
     if depth:
         rows, columns = area.slices
         points, kept = frame.points[rows, columns], weight[rows, columns]
-        progress.stage(0.84, "Writing depth")
+        progress.writing("Writing depth")
         channels = {"R": points[..., 0], "G": points[..., 1], "B": points[..., 2], "A": kept}
         written[names.depth] = f"{names.depth}.exr"
         write_exr(directory / written[names.depth], channels)
-        progress.stage(0.88, "Writing depth metadata")
+        progress.writing("Writing depth metadata")
         metadata = depth_metadata(frame, source_size, region, area, kept)
         written[names.depth_metadata] = f"{names.depth_metadata}.json"
         write_json(directory / written[names.depth_metadata], metadata.to_json())
     if normals is not NormalMode.NONE:
-        progress.stage(0.9, "Writing normal map")
+        progress.writing("Writing normal map")
 
         def normal_rows(top: int, bottom: int) -> np.ndarray:
             band = Region(region.x0, region.y0 + top, region.x1, region.y0 + bottom)

@@ -1,6 +1,6 @@
 """Loading a job's model and saying in the job log what really ran where and how long the model itself took.
 
-A missing model is downloaded inside the job first; its bytes and speed fill the bar up to `DOWNLOAD_END`
+A missing model is downloaded inside the job first; its bytes and speed fill the bar up to `progress.download_end()`
 (progress.py), below the stage at which jobs read their input.
 """
 
@@ -12,10 +12,9 @@ from typing import TypeVar
 from ...contract import Device, ModelUnavailableError
 from ...contract.catalog import load_catalog
 from ..cpu_copies.cpu_copy import copy_note, is_copy
-from ..inference import current_fraction
 from ..job_context import JobContext
 from ..models import Adapter, load_adapter
-from .progress import DOWNLOAD_END, JobProgress
+from .progress import JobProgress
 
 A = TypeVar("A", bound=Adapter)
 
@@ -25,10 +24,10 @@ def prepare_adapter(
 ) -> A:
     """Resolve the catalog entry of `expect`'s family (null: the family default), fetch it if missing, and load
     its adapter, which must be an `expect` (a custom catalog can name any adapter of the family)."""
-    progress.stage(current_fraction(context), "Preparing model")  # a job's second model keeps the bar where it is
+    progress.here("Preparing model")  # a job's second model keeps the bar where it is
     family = expect.family
     entry = load_catalog(storage_root=context.storage_root).resolve(model, family)
-    adapter = load_adapter(context, entry, device, download_until=DOWNLOAD_END)
+    adapter = load_adapter(context, entry, device, download_until=progress.download_end())
     if not isinstance(adapter, expect):
         raise ModelUnavailableError(
             f"{entry.label} ({entry.adapter}) cannot run this job; choose another {family} model."

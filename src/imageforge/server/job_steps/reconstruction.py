@@ -24,7 +24,7 @@ from ..media import MediaSource, atomic_file, write_png
 from ..media.ply import write_points_ply
 from ..media.source import Frame
 from ..models.display import display_pixels, over_black
-from .progress import JobProgress
+from .progress import JobProgress, Stage
 
 SEED = 0  # the same job gives the same cloud
 
@@ -43,6 +43,7 @@ class AnalysedFrames:
 
 def write_reconstruction(
     progress: JobProgress,
+    stage: Stage,
     source: MediaSource,
     analysed: AnalysedFrames,
     options: PointOptions,
@@ -51,7 +52,8 @@ def write_reconstruction(
     points_file: str,
     colmap_file: str | None,
 ) -> None:
-    """points.ply (always) and, when `colmap_file` is named, the COLMAP archive, into `directory`."""
+    """points.ply (always) and, when `colmap_file` is named, the COLMAP archive, into `directory`; the frames
+    fill the job's `stage`."""
     count = len(analysed.numbers)
     chosen = set(options.frames(count))
     quota = quotas(len(chosen), options.max_points)
@@ -63,7 +65,7 @@ def write_reconstruction(
         if colmap_file:
             images.mkdir()
         for position, frame in enumerate(_analysed(source, analysed)):
-            progress.stage(0.93 + 0.05 * position / count, f"Point cloud: frame {position + 1}/{count}")
+            progress.within(stage, position / count, f"Point cloud: frame {position + 1}/{count}")
             rgb = over_black(display_pixels(frame.image))[..., :3]
             if colmap_file:
                 write_png(images / image_name(analysed.numbers[position]), rgb)

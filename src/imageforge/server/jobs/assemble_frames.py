@@ -10,6 +10,7 @@ deliverable and the job only checks it. Frames are read one at a time, so memory
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -22,17 +23,21 @@ from ...contract.results import ResultName
 from ..job_context import JobContext, JobResults
 from ..job_runners import runs
 from ..job_steps.frame_output import FrameResultWriter
-from ..job_steps.progress import JobProgress
+from ..job_steps.progress import JobProgress, JobStages, Stage
 from ..media import MediaKind, open_input, write_json
 from ..media.stills import StillInfo, probe_still, read_still
 
 SUMMARY = "summary.json"
 SHOWN = 6  # missing or damaged frames named in the message; the log lists them all
+LISTING = Stage("Checking frames", 5)  # every frame there
+VERIFYING = Stage("Checking frames", 90)  # png_sequence: every frame decoded
+ENCODING = Stage("Encoding frames", 90)  # video: every frame encoded
 
 
 @runs(ASSEMBLE_FRAMES)
 def run_assemble_frames(context: JobContext, params: AssembleFramesParams) -> JobResults:
-    progress = JobProgress(context)
+    checking = params.sequence_output is SequenceOutput.PNG_SEQUENCE
+    progress = JobProgress(context, JobStages(LISTING, VERIFYING if checking else ENCODING))
     source = open_input(params.input)
     if source.kind is MediaKind.STILL:
         raise InputError(f"'{source.path.name}' is a still image; assemble-frames needs the video or sequence.")
@@ -41,7 +46,7 @@ def run_assemble_frames(context: JobContext, params: AssembleFramesParams) -> Jo
     if not folder.is_dir():
         raise InputError(f"Cannot find the frames folder '{folder}'; give the folder the chunks wrote into.")
     numbers = source.numbers[positions.start : positions.stop]
-    progress.stage(0.05, f"Checking {len(numbers)} frame(s)")
+    progress.enter(LISTING, f"Checking {len(numbers)} frame(s)")
     missing = [number for number in numbers if not (folder / frame_file_name(number)).is_file()]
     if missing:
         context.log(f"Missing frames: {', '.join(frame_file_name(number) for number in missing)}", level="WARNING")
@@ -53,8 +58,8 @@ def run_assemble_frames(context: JobContext, params: AssembleFramesParams) -> Jo
     size, alpha, bits = (first.width, first.height), first.has_alpha, first.sample_kind.png_bits
     summary = {"frames": len(numbers), "first": numbers[0], "last": numbers[-1], "size": list(size)}
     context.log(f"Frames: {len(numbers)} of {size[0]}×{size[1]} ({bits}-bit{', alpha' if alpha else ''})")
-    if params.sequence_output is SequenceOutput.PNG_SEQUENCE:
-        _check_all(progress, folder, numbers, size)
+    if checking:
+        _check_all(lambda done, message: progress.within(VERIFYING, done, message), folder, numbers, size)
         write_json(Path(context.directory) / SUMMARY, summary)
         return {ResultName.SUMMARY: SUMMARY}
 
@@ -70,11 +75,11 @@ def run_assemble_frames(context: JobContext, params: AssembleFramesParams) -> Jo
     )
     with output:
         for done, slot in enumerate(source.frame_slots(positions)):
-            progress.running(done / len(numbers), f"Encoding frame {done + 1}/{len(numbers)}")
+            progress.within(ENCODING, done / len(numbers), f"Encoding frame {done + 1}/{len(numbers)}")
             try:
                 pixels = _read(folder, slot.number, size)
             except InputError:  # name every unusable frame from here on in one message, not only this one
-                _check_all(progress, folder, numbers[done:], size)
+                _check_all(lambda _done, message: progress.here(message), folder, numbers[done:], size)
                 raise
             output.write(slot, pixels)
         progress.writing()
@@ -82,11 +87,13 @@ def run_assemble_frames(context: JobContext, params: AssembleFramesParams) -> Jo
     return {**output.files, ResultName.SUMMARY: SUMMARY}
 
 
-def _check_all(progress: JobProgress, folder: Path, numbers: tuple[int, ...], size: tuple[int, int]) -> None:
+def _check_all(
+    report: Callable[[float, str], None], folder: Path, numbers: tuple[int, ...], size: tuple[int, int]
+) -> None:
     """Decode every frame (a truncated PNG fails here); one InputError names every frame that does not."""
     damaged: list[tuple[int, str]] = []
     for done, number in enumerate(numbers):
-        progress.running(done / len(numbers), f"Checking frame {done + 1}/{len(numbers)}")
+        report(done / len(numbers), f"Checking frame {done + 1}/{len(numbers)}")
         try:
             _read(folder, number, size)
         except InputError as error:

@@ -35,15 +35,21 @@ from ..conversion.process import ProcessCancelled
 from ..downloads.job_download import cancel_requested, download_into_job
 from ..job_context import JobContext, JobResults
 from ..job_runners import runs
+from ..job_steps.progress import JobProgress, JobStages, Stage
 from ..media import write_json
 
 RESULT = "conversion.json"
-ENVIRONMENT_END, DOWNLOAD_END, EXPORT_END = 0.30, 0.50, 0.95
+ENVIRONMENT = Stage("Preparing the converter", 30)  # the throwaway converter environment, built once
+DOWNLOADING = Stage("Downloading the weights", 20)
+EXPORTING = Stage("Converting", 45)
+STAGES = JobStages(ENVIRONMENT, DOWNLOADING, EXPORTING)
+ENVIRONMENT_STEPS = 4  # the messages ensure_environment reports (uv, Python, packages, check)
 MARGIN_BYTES = 500 * 1000**2
 
 
 @runs(CONVERT_MODEL)
 def run_convert_model(context: JobContext, params: ConvertModelParams) -> JobResults:
+    progress = JobProgress(context, STAGES)
     conversions = load_conversions()
     conversion = conversions.get(params.model)
     storage = Path(context.storage_root)
@@ -55,17 +61,19 @@ def run_convert_model(context: JobContext, params: ConvertModelParams) -> JobRes
     timings: dict[str, float] = {}
     try:
         started = time.perf_counter()
-        steps = iter((0.02, 0.05, 0.12, 0.28))
+        steps = iter(range(ENVIRONMENT_STEPS))
         python = ensure_environment(
             storage,
             conversions.environment,
             uv_step(scratch / "uv.log", cancelled),
-            report=lambda message: context.progress(next(steps, ENVIRONMENT_END - 0.01), message),
+            report=lambda message: progress.within(
+                ENVIRONMENT, next(steps, ENVIRONMENT_STEPS) / ENVIRONMENT_STEPS, message
+            ),
         )
         timings["environment_seconds"] = round(time.perf_counter() - started, 1)
         started = time.perf_counter()
         source = conversion.source
-        download_into_job(context, [source], within=(ENVIRONMENT_END, DOWNLOAD_END))
+        download_into_job(context, [source], within=STAGES.span(DOWNLOADING))
         timings["download_seconds"] = round(time.perf_counter() - started, 1)
         weights = models_root(storage) / source.directory / source.files[0].path
         exported = export_model(
@@ -75,14 +83,12 @@ def run_convert_model(context: JobContext, params: ConvertModelParams) -> JobRes
             scratch / conversion.result.path,
             log=scratch / "exporter.log",
             cancelled=cancelled,
-            report=lambda fraction, message: context.progress(
-                DOWNLOAD_END + (EXPORT_END - DOWNLOAD_END) * min(max(fraction, 0.0), 1.0), message
-            ),
+            report=lambda fraction, message: progress.within(EXPORTING, fraction, message),
             job_log=context.log,
         )
         timings["export_seconds"] = exported.seconds
         context.check_cancelled()
-        context.progress(EXPORT_END, f"Storing {conversion.result.label}")
+        progress.writing(f"Storing {conversion.result.label}")
         destination = models_root(storage) / conversion.result.directory / conversion.result.path
         destination.parent.mkdir(parents=True, exist_ok=True)
         os.replace(exported.path, destination)

@@ -48,7 +48,7 @@ from ..job_steps.geometry_outputs import alpha_of, write_geometry
 from ..job_steps.hole_fill import ANALYSED_HOLE, clean_plate_weight, inpaint_pixels
 from ..job_steps.matte import check_matte_size, refine_alpha, with_alpha
 from ..job_steps.model_loading import log_model_time, prepare_adapter
-from ..job_steps.progress import JobProgress
+from ..job_steps.progress import PREPARING, READING, JobProgress, JobStages, Stage
 from ..job_steps.region import Region
 from ..job_steps.selection_mask import check_overlap, selection_coverage
 from ..media import open_input, resize
@@ -59,6 +59,18 @@ from ..models.lama import LamaAdapter
 from ..models.moge2 import MoGe2Adapter
 
 VISIBLE = 1.0 / 512  # a refined matte below this is invisible even in 8 bits: outside the crop
+REFINING = Stage("Refining selection", 10)
+ANALYSING = Stage("Estimating depth", 60)
+FILLING = Stage("Filling behind the cutout", 15)
+EDGES = Stage("Estimating edge colour", 5)  # a refined matte's soft edge
+
+
+def cutout_stages(params: CutoutParams) -> JobStages:
+    """The stages these parameters run: refining with `refine`, depth with depth or normals, filling with
+    `fill_behind` (a cutout with none of them is read and written only)."""
+    geometry = params.generate_depth or params.normal_mode is not NormalMode.NONE
+    wanted = ((REFINING, params.refine), (ANALYSING, geometry), (FILLING, params.fill_behind), (EDGES, params.refine))
+    return JobStages(PREPARING, READING, *(stage for stage, wanted_here in wanted if wanted_here))
 
 
 @runs(GENERATE_CUTOUT_ARTIFACTS)
@@ -72,7 +84,7 @@ def run_generate_cutout_artifacts(context: JobContext, params: CutoutParams) -> 
     geometry_wanted = params.generate_depth or params.normal_mode is not NormalMode.NONE
     if geometry_wanted:
         check_analysable(source, params.max_input_size)
-    progress = JobProgress(context)
+    progress = JobProgress(context, cutout_stages(params))
     refiner = None
     if params.refine:
         refiner = prepare_adapter(context, progress, params.background_model, params.device, BackgroundAdapter)
@@ -82,11 +94,11 @@ def run_generate_cutout_artifacts(context: JobContext, params: CutoutParams) -> 
     inpainter = None
     if params.fill_behind:
         inpainter = prepare_adapter(context, progress, params.inpaint_model, params.device, LamaAdapter)
-    progress.stage(0.08, "Reading input")
+    progress.enter(READING)
     image = source.read_still()
     pixels = display_pixels(image)
     if refiner is not None:
-        progress.stage(0.1, "Refining selection")
+        progress.enter(REFINING)
         selection = params.selection or Selection(box=(0.0, 0.0, float(size[0]), float(size[1])))
         matte = refine_alpha(
             refiner, pixels, selection, REFINE_PADDING_DEFAULT, params.max_input_size, last_run=True, log=context.log
@@ -100,11 +112,11 @@ def run_generate_cutout_artifacts(context: JobContext, params: CutoutParams) -> 
     result = None
     if geometry is not None:  # composited over black at the analysis size only, then freed
         rgb = geometry_rgb(pixels, params.max_input_size)
-        result = analyse(progress, geometry, rgb, params.max_input_size, params.resolution_level)
+        result = analyse(progress, ANALYSING, geometry, rgb, params.max_input_size, params.resolution_level)
         del rgb
     plate = behind = None
     if inpainter is not None:
-        progress.stage(0.8, "Filling behind the cutout")
+        progress.enter(FILLING)
         weight = clean_plate_weight(matte)
         plate_size = min(params.max_input_size, INPAINT_INPUT_SIZE_DEFAULT)
         plate = inpaint_pixels(inpainter, pixels, weight, plate_size, log=context.log)
@@ -113,7 +125,7 @@ def run_generate_cutout_artifacts(context: JobContext, params: CutoutParams) -> 
     rows, columns = region.slices
     bits = image.sample_kind.png_bits
     if refiner is not None:  # a plain selection's soft edge is its outline's coverage: those colours are right
-        progress.stage(0.8, "Estimating edge colour")  # in place, on the region only: nothing reads colour after
+        progress.enter(EDGES)  # in place, on the region only: nothing reads colour after
         edge_colour(context, pixels[rows, columns], coverage[rows, columns], enabled=params.estimate_foreground)
 
     def cutout_rows(top: int, bottom: int) -> np.ndarray:  # band by band: no full-size RGBA copy
@@ -121,10 +133,10 @@ def run_generate_cutout_artifacts(context: JobContext, params: CutoutParams) -> 
         return with_alpha(pixels[band, columns], coverage[band, columns])
 
     directory = Path(context.directory)
-    progress.stage(0.8, "Writing cutout")
+    progress.writing("Writing cutout")
     write_png_bands(directory / "cutout.png", size=region.size, rows=cutout_rows, channels=4, bits=bits)
     files = {ResultName.CUTOUT: "cutout.png"}
-    progress.stage(0.82, "Writing selection alpha")
+    progress.writing("Writing selection alpha")
     write_png(directory / "selection_alpha.png", matte[rows, columns], bits=16)
     files[ResultName.SELECTION_ALPHA] = "selection_alpha.png"
     if result is not None:
@@ -139,7 +151,7 @@ def run_generate_cutout_artifacts(context: JobContext, params: CutoutParams) -> 
             normals=params.normal_mode,
         )
     if plate is not None:
-        progress.stage(0.92, "Writing clean plate")
+        progress.writing("Writing clean plate")
         write_png(directory / "background.png", plate, bits=bits)
         files[ResultName.BACKGROUND] = "background.png"
     if behind is not None:

@@ -22,9 +22,9 @@ from .. import provenance
 from ..geometry.attention import GIB
 from ..job_context import JobContext, JobResults
 from ..job_runners import runs
-from ..job_steps.debug_report import start_debug, write_debug_outputs
+from ..job_steps.debug_report import RUNNING, start_debug, write_debug_outputs
 from ..job_steps.model_loading import prepare_adapter
-from ..job_steps.progress import JobProgress
+from ..job_steps.progress import PREPARING, JobProgress, JobStages, Stage
 from ..media import open_input
 from ..models.da3 import DepthAnything3Adapter
 from ..models.display import display_pixels, over_black
@@ -33,11 +33,15 @@ from ..models.moge2 import MoGe2Adapter
 DEBUG_RESOLUTION_LEVEL = 9
 
 
+READING_FRAMES = Stage("Reading frames", 2)
+DA3_STAGES = JobStages(PREPARING, READING_FRAMES, RUNNING)
+
+
 @runs(DEBUG_MOGE)
 def run_debug_moge(context: JobContext, params: DebugParams) -> JobResults:
     progress, adapter, image, timings = start_debug(context, params, MoGe2Adapter)
     rgb = over_black(display_pixels(image))
-    progress.stage(0.1, "Running model")
+    progress.enter(RUNNING)
     started = time.perf_counter()
     feeds = adapter.prepare(rgb, max_input_size=params.max_input_size, resolution_level=DEBUG_RESOLUTION_LEVEL)
     timings["preprocess"] = time.perf_counter() - started
@@ -72,7 +76,7 @@ def run_debug_moge(context: JobContext, params: DebugParams) -> JobResults:
 @runs(DEBUG_DA3)
 def run_debug_da3(context: JobContext, params: DebugParams) -> JobResults:
     source = open_input(params.input)
-    progress = JobProgress(context)
+    progress = JobProgress(context, DA3_STAGES)
     started = time.perf_counter()
     adapter = prepare_adapter(context, progress, params.model, params.device, DepthAnything3Adapter)
     timings = {"load": time.perf_counter() - started}
@@ -85,7 +89,9 @@ def run_debug_da3(context: JobContext, params: DebugParams) -> JobResults:
     started = time.perf_counter()
     tensors, placements, first = [], [], None
     for frame in source.frames():
-        progress.stage(0.08, f"Reading frame {frame.index + 1}/{source.frame_count}")
+        progress.within(
+            READING_FRAMES, frame.index / source.frame_count, f"Reading frame {frame.index + 1}/{source.frame_count}"
+        )
         first = first or frame.image
         tensor, placement = adapter.place_view(over_black(display_pixels(frame.image)))
         tensors.append(tensor)
@@ -95,7 +101,7 @@ def run_debug_da3(context: JobContext, params: DebugParams) -> JobResults:
     letterbox = adapter.letterbox_warning(placements[0].source_size)
     if letterbox is not None:
         provenance.note_input_warning(context, letterbox)
-    progress.stage(0.1, "Running model")
+    progress.enter(RUNNING)
     result = adapter.infer(views, last_run=True)
     timings["run"] = result.seconds
     started = time.perf_counter()

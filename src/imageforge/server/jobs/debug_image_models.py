@@ -18,7 +18,7 @@ import numpy as np
 from ...contract.jobs import DEBUG_BEN2, DEBUG_UPSCALE, DebugParams
 from ..job_context import JobContext, JobResults
 from ..job_runners import runs
-from ..job_steps.debug_report import start_debug, write_debug_outputs
+from ..job_steps.debug_report import RUNNING, start_debug, write_debug_outputs
 from ..job_steps.matte import analysed_pixels
 from ..media import fit_long_edge
 from ..models.background import BackgroundAdapter
@@ -30,7 +30,7 @@ from ..models.upscale import UpscaleAdapter
 def run_debug_ben2(context: JobContext, params: DebugParams) -> JobResults:
     progress, adapter, image, timings = start_debug(context, params, BackgroundAdapter)
     pixels = display_pixels(image)
-    progress.running(0.0, "Running model")
+    progress.enter(RUNNING)
     started = time.perf_counter()
     analysed = analysed_pixels(adapter, pixels, params.max_input_size)
     feed = adapter.preprocess(analysed)
@@ -61,7 +61,7 @@ def run_debug_upscale(context: JobContext, params: DebugParams) -> JobResults:
     plan = adapter.plan(height, width, scale=scale)
     tile_h, tile_w = plan.grid.rows[0].size, plan.grid.columns[0].size
     feed = np.ascontiguousarray(pixels[None, :tile_h, :tile_w, :3].transpose(0, 3, 1, 2), dtype=adapter.dtype)
-    progress.running(0.0, "Running model on the first tile")
+    progress.enter(RUNNING, "Running model on the first tile")
     started = time.perf_counter()
     raw = adapter.run({adapter.input_name: feed}, last_run=False)
     timings["first_tile_run"] = time.perf_counter() - started
@@ -71,7 +71,7 @@ def run_debug_upscale(context: JobContext, params: DebugParams) -> JobResults:
         frame[top : top + rows.shape[0]] = rows
 
     def on_tile(done: int, total: int) -> None:
-        progress.running(done / total, f"Upscaling tile {done}/{total}")
+        progress.within(RUNNING, done / total, f"Upscaling tile {done}/{total}")
 
     started = time.perf_counter()
     adapter.upscale(pixels, plan, sink=sink, on_tile=on_tile, last_frame=True)

@@ -29,25 +29,29 @@ from ..job_runners import runs
 from ..job_steps.geometry_analysis import analyse, check_analysable, geometry_rgb
 from ..job_steps.geometry_outputs import alpha_of, write_geometry
 from ..job_steps.model_loading import log_model_time, prepare_adapter
-from ..job_steps.progress import JobProgress
+from ..job_steps.progress import PREPARING, READING, JobProgress, JobStages, Stage
 from ..job_steps.region import Region
 from ..media import open_input
 from ..models.display import display_pixels
 from ..models.moge2 import MoGe2Adapter
+
+ANALYSING = Stage("Estimating depth", 85)
+STAGES = JobStages(PREPARING, READING, ANALYSING)
 
 
 @runs(GENERATE_DEPTH_PLANE_GEOMETRY)
 def run_generate_depth_plane_geometry(context: JobContext, params: DepthPlaneParams) -> JobResults:
     source = open_input(params.input, still_only=True)  # headers only: a bad file fails before any download
     check_analysable(source, params.max_input_size)
-    progress = JobProgress(context)
+    progress = JobProgress(context, STAGES)
     adapter = prepare_adapter(context, progress, params.model, params.device, MoGe2Adapter)
-    progress.stage(0.08, "Reading input")
+    progress.enter(READING)
     image = source.read_still()
     rgb = geometry_rgb(display_pixels(image), params.max_input_size)
-    result = analyse(progress, adapter, rgb, params.max_input_size, params.resolution_level)
+    result = analyse(progress, ANALYSING, adapter, rgb, params.max_input_size, params.resolution_level)
     size, coverage = image.size, alpha_of(image)
     del image, rgb  # the colour is analysed: only the alpha is needed at the source size (saves 3–4 GiB at 16384²)
+    progress.writing()
     files = write_geometry(
         progress,
         Path(context.directory),

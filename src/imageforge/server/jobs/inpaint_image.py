@@ -23,11 +23,14 @@ from ..job_runners import runs
 from ..job_steps.hole_fill import hole_crop, inpaint_pixels
 from ..job_steps.mask_image import open_mask, read_mask
 from ..job_steps.model_loading import log_model_time, prepare_adapter
-from ..job_steps.progress import JobProgress
+from ..job_steps.progress import PREPARING, READING, JobProgress, JobStages, Stage
 from ..job_steps.selection_mask import check_overlap, selection_coverage
 from ..media import open_input, write_png
 from ..models.display import display_pixels
 from ..models.lama import LamaAdapter
+
+INPAINTING = Stage("Inpainting", 85)
+STAGES = JobStages(PREPARING, READING, INPAINTING)
 
 
 @runs(INPAINT_IMAGE)
@@ -41,15 +44,15 @@ def run_inpaint_image(context: JobContext, params: InpaintImageParams) -> JobRes
         mask_source = open_mask(params.mask, size)
     elif params.selection is not None:  # always, given the check above
         check_overlap(params.selection, size)
-    progress = JobProgress(context)
+    progress = JobProgress(context, STAGES)
     adapter = prepare_adapter(context, progress, params.model, params.device, LamaAdapter)
-    progress.stage(0.08, "Reading input")
+    progress.enter(READING)
     context.log(f"Input: {source.summary}")
     image = source.read_still()
     weight = read_mask(mask_source, size) if mask_source is not None else selection_coverage(params.selection, size)
     hole_crop(weight)  # an empty mask is the user's to fix, said before the model runs
     pixels = display_pixels(image)
-    progress.running(0.0, "Inpainting")
+    progress.enter(INPAINTING)
     filled = inpaint_pixels(adapter, pixels, weight, params.max_input_size, log=context.log, in_place=True)
     progress.writing()
     write_png(Path(context.directory) / "inpaint.png", filled, bits=image.sample_kind.png_bits)

@@ -13,16 +13,19 @@ from ...contract.jobs import INSPECT_INPUT, InspectInputParams
 from ...contract.results import ResultName
 from ..job_context import JobContext, JobResults
 from ..job_runners import runs
-from ..job_steps.progress import JobProgress
+from ..job_steps.progress import READING, JobProgress, JobStages
 from ..media import open_input, write_json
 
 MEDIA = "media.json"
 
 
+STAGES = JobStages(READING)
+
+
 @runs(INSPECT_INPUT)
 def run_inspect_input(context: JobContext, params: InspectInputParams) -> JobResults:
-    progress = JobProgress(context)
-    progress.stage(0.1, "Reading input")
+    progress = JobProgress(context, STAGES)
+    progress.enter(READING)
     source = open_input(params.input)
     context.log(f"Input: {source.summary}")
     progress.writing()

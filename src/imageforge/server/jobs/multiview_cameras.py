@@ -43,7 +43,7 @@ from ..geometry.point_cloud import PointOptions
 from ..job_context import JobContext, JobResults
 from ..job_runners import runs
 from ..job_steps.model_loading import log_model_time, prepare_adapter
-from ..job_steps.progress import JobProgress
+from ..job_steps.progress import PREPARING, JobProgress, JobStages, Stage
 from ..job_steps.reconstruction import AnalysedFrames, write_reconstruction
 from ..media import MediaKind, MediaSource, atomic_file, open_input, write_json
 from ..models.da3 import DepthAnything3Adapter, ViewPlacement, ViewsResult
@@ -70,11 +70,18 @@ class Views:
     source_size: tuple[int, int]
 
 
+READING_FRAMES = Stage("Reading frames", 20)
+ESTIMATING = Stage("Running model", 50)  # every window, and their alignment
+POINTS = Stage("Point cloud", 17)  # with points or export=colmap
+STAGES = JobStages(PREPARING, READING_FRAMES, ESTIMATING)
+STAGES_WITH_POINTS = JobStages(PREPARING, READING_FRAMES, ESTIMATING, POINTS)
+
+
 @runs(GENERATE_MULTIVIEW_CAMERAS)
 def run_generate_multiview_cameras(context: JobContext, params: MultiviewParams) -> JobResults:
     source = open_input(params.input)
     expected = selected_count(source, params.frame_step, params.max_frames)
-    progress = JobProgress(context)
+    progress = JobProgress(context, STAGES_WITH_POINTS if wants_points(params) else STAGES)
     adapter = prepare_adapter(context, progress, params.model, params.device, DepthAnything3Adapter)
     if not adapter.has_cameras:
         raise ModelUnavailableError(
@@ -106,16 +113,16 @@ def run_generate_multiview_cameras(context: JobContext, params: MultiviewParams)
             options = PointOptions(
                 params.point_frame_step, params.point_confidence, params.max_points, params.point_tear_ratio
             )
-            write_reconstruction(progress, source, analysed, options, directory, points_file=POINTS_FILE,
+            write_reconstruction(progress, POINTS, source, analysed, options, directory, points_file=POINTS_FILE,
                                  colmap_file=colmap)  # fmt: skip
         depth.flush()
         confidence.flush()
         del depth, confidence  # unmapped before the archive reads the files
         np.save(members["frames"], np.asarray(views.numbers, np.int64))
-        progress.stage(0.9, "Writing result")
+        progress.writing("Writing cameras")
         document = cameras_document(adapter, views, windows, extrinsics, intrinsics)
         write_json(directory / "cameras.json", document.to_json())
-        progress.stage(0.92, "Writing depth")
+        progress.writing("Writing depth")
         stream_npz(directory / "depth.npz", members)
     log_model_time(context, progress, adapter)
     results = {ResultName.CAMERAS: "cameras.json", ResultName.DEPTH: "depth.npz"}
@@ -181,7 +188,7 @@ def read_views(
     for frame in source.frames():
         if frame.index % step:
             continue
-        progress.stage(0.1 + 0.2 * len(numbers) / total, f"Reading frame {len(numbers) + 1}/{total}")
+        progress.within(READING_FRAMES, len(numbers) / total, f"Reading frame {len(numbers) + 1}/{total}")
         tensor, placement = adapter.place_view(over_black(display_pixels(frame.image)))
         tensors.append(tensor.astype(np.float16))
         placements.append(placement)
@@ -213,13 +220,13 @@ def solve_windows(
     previous_window: range | None = None
     scale = 1.0
     for number, window in enumerate(windows):
-        progress.stage(0.3 + 0.5 * number / len(windows), f"Running model: window {number + 1}/{len(windows)}")
+        progress.within(ESTIMATING, number / len(windows), f"Running model: window {number + 1}/{len(windows)}")
         batch = np.stack([views.tensors[index].astype(np.float32) for index in window])
         result = adapter.infer(batch, last_run=number == len(windows) - 1)
         poses = result.extrinsics
         assert poses is not None and result.intrinsics is not None
         if previous is not None and previous_window is not None:
-            progress.stage(0.3 + 0.5 * (number + 0.5) / len(windows), "Aligning windows")
+            progress.within(ESTIMATING, (number + 0.5) / len(windows), "Aligning windows")
             shared = [index for index in window if index in previous_window]
             mine = [window.index(index) for index in shared]
             similarity = align_windows(

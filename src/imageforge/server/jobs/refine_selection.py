@@ -22,25 +22,28 @@ from ..job_runners import runs
 from ..job_steps.cutout_colour import edge_colour
 from ..job_steps.matte import check_matte_size, refine_alpha, write_with_alpha
 from ..job_steps.model_loading import log_model_time, prepare_adapter
-from ..job_steps.progress import JobProgress
+from ..job_steps.progress import PREPARING, READING, JobProgress, JobStages, Stage
 from ..job_steps.selection_mask import selection_region
 from ..media import open_input, write_png
 from ..models.background import BackgroundAdapter
 from ..models.display import display_pixels
 
+REFINING = Stage("Refining selection", 85)
+STAGES = JobStages(PREPARING, READING, REFINING)
+
 
 @runs(REFINE_IMAGE_SELECTION)
 def run_refine_image_selection(context: JobContext, params: RefineImageSelectionParams) -> JobResults:
-    progress = JobProgress(context)
+    progress = JobProgress(context, STAGES)
     source = open_input(params.input, still_only=True)
     check_matte_size((source.width, source.height))
     # A bad file or a selection off the image fails before any model download.
     selection_region(params.selection, (source.width, source.height), params.padding)
     adapter = prepare_adapter(context, progress, params.model, params.device, BackgroundAdapter)
-    progress.stage(0.08, "Reading input")
+    progress.enter(READING)
     image = source.read_still()
     pixels = display_pixels(image)
-    progress.running(0.0, "Refining selection")
+    progress.enter(REFINING)
     alpha = refine_alpha(adapter, pixels, params.selection, params.padding, params.max_input_size, log=context.log)
     progress.writing()
     directory = Path(context.directory)

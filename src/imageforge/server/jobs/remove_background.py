@@ -27,36 +27,41 @@ from ..job_steps.frame_cache import open_frame_cache
 from ..job_steps.frame_loop import Report, stream_frames
 from ..job_steps.matte import check_matte_size, cut_out, write_with_alpha
 from ..job_steps.model_loading import log_model_time, prepare_adapter
-from ..job_steps.progress import JobProgress
+from ..job_steps.progress import PREPARING, READING, JobProgress, JobStages, Stage
 from ..job_steps.steady_edges import SteadyEdges
 from ..media import Frame, MediaKind, open_input, write_exr
 from ..models.background import BackgroundAdapter
 from ..models.display import display_pixels
 
+REMOVING = Stage("Removing background", 75)
+EDGES = Stage("Estimating edge colour", 10)  # a still's foreground (its alpha output skips it)
+STILL_STAGES = JobStages(PREPARING, READING, REMOVING, EDGES)
+CLIP_STAGES = JobStages(PREPARING, READING, REMOVING)
+
 
 @runs(REMOVE_BACKGROUND)
 def run_remove_background(context: JobContext, params: RemoveBackgroundParams) -> JobResults:
-    progress = JobProgress(context)
     source = open_input(params.input)  # headers only: a bad file fails before any model download
+    progress = JobProgress(context, STILL_STAGES if source.kind is MediaKind.STILL else CLIP_STAGES)
     positions = None if source.kind is MediaKind.STILL else source.frame_range(params.first_frame, params.frame_count)
     look = cutout_look(params.premultiplied, params.background_color)  # a bad colour fails before any download
     check_matte_size((source.width, source.height))
     adapter = prepare_adapter(context, progress, params.model, params.device, BackgroundAdapter)
-    progress.stage(0.08, "Reading input")
+    progress.enter(READING)
     context.log(f"Input: {source.summary}")
     directory = Path(context.directory)
     wants_alpha = params.output_kind is OutputKind.ALPHA
 
     if source.kind is MediaKind.STILL:
         image = source.read_still()
-        progress.running(0.0, "Removing background")
+        progress.enter(REMOVING)
         pixels, alpha = cut_out(adapter, image, params.max_input_size, last_run=True)
         if wants_alpha:
             progress.writing()
             write_exr(directory / "alpha.exr", {"Y": alpha})
             result = {ResultName.ALPHA: "alpha.exr"}
         else:
-            progress.stage(0.9, "Estimating edge colour")
+            progress.enter(EDGES)
             edge_colour(context, pixels, alpha, enabled=params.estimate_foreground)  # in place: pixels are ours
             progress.writing()
             context.log(f"Foreground written {look.describe()}")
@@ -96,6 +101,7 @@ def run_remove_background(context: JobContext, params: RemoveBackgroundParams) -
         alpha=not wants_alpha and look.channels == 4,
         bits=16 if wants_alpha else source.sample_kind.png_bits,
         process=process,
+        stage=REMOVING,
         positions=positions,
         on_reused=reused,
         cache=open_frame_cache(context.storage_root, JobId.REMOVE_BACKGROUND, params, source, adapter.entry),

@@ -28,7 +28,7 @@ from ...contract.selection_geometry import MaskRuns
 from ..job_context import JobContext, JobResults, resource_of
 from ..job_runners import runs
 from ..job_steps.model_loading import log_model_time, prepare_adapter
-from ..job_steps.progress import JobProgress
+from ..job_steps.progress import PREPARING, READING, JobProgress, JobStages, Stage
 from ..job_steps.segment_embeddings import EmbeddingKey, SegmentEmbeddings, content_sha256
 from ..media import open_input, write_json, write_png
 from ..models.display import display_pixels
@@ -40,6 +40,11 @@ NO_MODEL = (
 )
 
 
+ENCODING = Stage("Encoding the image", 75)  # the image encoder, once per image (then reused from memory)
+MASKING = Stage("Masking", 10)
+STAGES = JobStages(PREPARING, READING, ENCODING, MASKING)
+
+
 @runs(SEGMENT_IMAGE)
 def run_segment_image(context: JobContext, params: SegmentImageParams) -> JobResults:
     source = open_input(params.input, still_only=True)  # headers only: a bad file fails before any model
@@ -49,22 +54,22 @@ def run_segment_image(context: JobContext, params: SegmentImageParams) -> JobRes
         raise InputError(problem)
     if params.model is None and not load_catalog(storage_root=context.storage_root).has_family(Sam2Adapter.family):
         raise ModelUnavailableError(NO_MODEL)
-    progress = JobProgress(context)
+    progress = JobProgress(context, STAGES)
     adapter = prepare_adapter(context, progress, params.model, params.device, Sam2Adapter)
-    progress.stage(0.08, "Reading input")
+    progress.enter(READING)
     key = EmbeddingKey(content_sha256(params.input), adapter.entry.key, adapter.device.value)
     store = resource_of(context, "segment_embeddings", SegmentEmbeddings)
     kept = store.get(key)
     if kept is not None:
-        progress.running(0.0, "Image already encoded")  # the same stages either way: a cancel finds them all
+        progress.enter(ENCODING, "Image already encoded")  # the same stages either way: a cancel finds them all
         embedding = kept.embedding
         context.log(f"Embedding of {key.image_sha256[:12]} reused ({adapter.entry.key} on {key.device})")
     else:
         pixels = display_pixels(source.read_still())
-        progress.running(0.0, "Encoding the image (once per image)")
+        progress.enter(ENCODING, "Encoding the image (once per image)")
         embedding = adapter.encode(pixels, last_run=False)
         store.put(key, embedding, adapter)
-    progress.running(0.9, "Masking")
+    progress.enter(MASKING)
     multimask = wants_multimask(params.multimask, params.points, params.box)
     prediction = adapter.predict(embedding, params.points, params.box, multimask=multimask)
     mask = prediction.mask(size)

@@ -19,22 +19,24 @@ from ..job_runners import runs
 from ..job_steps.frame_cache import open_frame_cache
 from ..job_steps.frame_loop import Report, stream_frames
 from ..job_steps.model_loading import log_model_time, prepare_adapter
-from ..job_steps.progress import JobProgress
+from ..job_steps.progress import PREPARING, READING, JobProgress, JobStages, Stage
 from ..media import Frame, Image, MediaKind, fit_long_edge, fit_long_edge_size, open_input, resize_image
 from ..media.png_stream import PngStreamWriter
 from ..models.display import display_pixels
 from ..models.upscale import UpscaleAdapter, UpscalePlan
 
+UPSCALING = Stage("Upscaling", 85)
+STAGES = JobStages(PREPARING, READING, UPSCALING)
 OVERLAP_WARNING = 2.0  # work ratio above which a user-chosen tile size is worth a warning
 
 
 @runs(UPSCALE_IMAGE)
 def run_upscale_image(context: JobContext, params: UpscaleImageParams) -> JobResults:
-    progress = JobProgress(context)
+    progress = JobProgress(context, STAGES)
     source = open_input(params.input)  # headers only: a bad file fails before any model download
     positions = None if source.kind is MediaKind.STILL else source.frame_range(params.first_frame, params.frame_count)
     adapter = prepare_adapter(context, progress, params.model, params.device, UpscaleAdapter)
-    progress.stage(0.08, "Reading input")
+    progress.enter(READING)
     context.log(f"Input: {source.summary}")
     width, height = fit_long_edge_size((source.width, source.height), params.max_input_size)
     plan = adapter.plan(height, width, scale=params.scale, tile_size=params.tile_size)
@@ -59,9 +61,9 @@ def run_upscale_image(context: JobContext, params: UpscaleImageParams) -> JobRes
         directory = Path(context.directory)
 
         def on_tile(done: int, total: int) -> None:
-            progress.running(done / total, f"Upscaling tile {done}/{total}")
+            progress.within(UPSCALING, done / total, f"Upscaling tile {done}/{total}")
 
-        progress.running(0.0, f"Upscaling tile 0/{grid.count}")
+        progress.enter(UPSCALING, f"Upscaling tile 0/{grid.count}")
         bits = image.sample_kind.png_bits
         with PngStreamWriter(directory / "upscale.png", *out_size, channels=pixels.shape[2], bits=bits) as png:
             adapter.upscale(pixels, plan, sink=lambda _top, rows: png.write(rows), on_tile=on_tile)
@@ -82,6 +84,7 @@ def run_upscale_image(context: JobContext, params: UpscaleImageParams) -> JobRes
         alpha=source.has_alpha,
         bits=source.sample_kind.png_bits,
         process=process,
+        stage=UPSCALING,
         positions=positions,
         cache=open_frame_cache(context.storage_root, JobId.UPSCALE_IMAGE, params, source, adapter.entry),
     )
