@@ -77,13 +77,17 @@ def seed_bundled_uv(target: Path, tools: Path | None = None) -> Path | None:
     return destination
 
 
-def _setup_controller_with_bundled_uv(runtime: JobRuntime):
+def _setup_controller_with_bundled_uv(runtime: JobRuntime) -> Callable[..., Any]:
     create = runtime.setup_controller
 
-    def setup_controller(target=None, **options):
+    def setup_controller(target: Path | None = None, **options: Any) -> Any:
         controller = create(target, **options)
+
         # Only when installing: a cancelled setup must not leave an unrecognised folder behind.
-        run_before_install(controller, lambda: seed_bundled_uv(controller.target))
+        def seed() -> None:
+            seed_bundled_uv(controller.target)
+
+        run_before_install(controller, seed)
         return controller
 
     return setup_controller

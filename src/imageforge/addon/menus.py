@@ -4,6 +4,8 @@ frame tools in the Video Sequencer's strip context menu: both list what the oper
 
 from __future__ import annotations
 
+from typing import Any
+
 import bpy
 
 from .operators.listing import Surface, listed
@@ -22,12 +24,12 @@ class IMAGEFORGE_MT_tools(bpy.types.Menu):
             layout.operator(tool.idname, icon=tool.listing.icon)
 
 
-def draw_submenu(self, _context: bpy.types.Context) -> None:
+def draw_submenu(self: Any, _context: bpy.types.Context) -> None:
     self.layout.separator()
     self.layout.menu(IMAGEFORGE_MT_tools.bl_idname, icon="IMAGE_DATA")
 
 
-def draw_strip_entries(self, _context: bpy.types.Context) -> None:
+def draw_strip_entries(self: Any, _context: bpy.types.Context) -> None:
     """The Video Sequencer's strip context menu: the frame tools on the active strip."""
     layout = self.layout
     layout.separator()

@@ -9,6 +9,7 @@ blank enum, and the saved value is kept until the user picks another one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,7 +20,7 @@ from ..client.package_indexes import KNOWN_INDEXES
 from ..client.setup_process import SetupChoices
 from ..contract import Device
 from ..contract.catalog import Catalog, Family, ModelFamily, builtin_families
-from ..contract.jobs import MAX_INPUT_SIZE_DEFAULT
+from ..contract.jobs import MAX_INPUT_SIZE_DEFAULT, RESOLUTION_LEVEL_MAX
 from ..contract.parameters import model_parameters, setting_parameters
 from ..contract.server_clients import DEFAULT_LINGER_SECONDS, linger_seconds
 from . import EXTENSION_PACKAGE, choices
@@ -94,10 +95,11 @@ def available_devices() -> list[Device]:
     return choices.device_choices(_last_offered[0] if _last_offered else None, choices.current_platform())
 
 
-_enum_items: dict[str, list[tuple]] = {}  # Blender needs dynamic item strings kept alive by Python
+EnumItem = tuple[str, str, str, int]
+_enum_items: dict[str, list[EnumItem]] = {}  # Blender needs dynamic item strings kept alive by Python
 
 
-def _device_items(_self, _context) -> list[tuple]:
+def _device_items(_self: Any, _context: Any) -> list[EnumItem]:
     items = [
         (device.value, device.label, f"Run models on {device.label}", index)
         for index, device in enumerate(available_devices())
@@ -106,20 +108,20 @@ def _device_items(_self, _context) -> list[tuple]:
     return items
 
 
-def _get_device(self) -> int:
+def _get_device(self: Any) -> int:
     devices = available_devices()
     return devices.index(choices.valid_device(self.stored_device, devices))
 
 
-def _set_device(self, value: int) -> None:
+def _set_device(self: Any, value: int) -> None:
     devices = available_devices()
     if 0 <= value < len(devices):
         self.stored_device = devices[value].value
 
 
 # ----------------------------------------------------------------------------------------------- models
-def _model_items(family: Family):
-    def items(_self, _context) -> list[tuple]:
+def _model_items(family: Family) -> Callable[[Any, Any], list[EnumItem]]:
+    def items(_self: Any, _context: Any) -> list[EnumItem]:
         found = choices.model_choices(family, model_catalog())
         listed = [
             (choice.key, f"{choice.label} (default)" if choice.default else choice.label, choice.key, index)
@@ -142,15 +144,15 @@ def stored_model_name(family: Family) -> str:
     return f"stored_model_{family}"
 
 
-def _model_accessors(family: Family):
+def _model_accessors(family: Family) -> tuple[Callable[[Any], int], Callable[[Any, int], None]]:
     stored_name = stored_model_name(family)
 
-    def get(self) -> int:
+    def get(self: Any) -> int:
         found = choices.model_choices(family, model_catalog())
         key = choices.valid_model(getattr(self, stored_name), found)
         return next((index for index, choice in enumerate(found) if choice.key == key), 0)
 
-    def set_(self, value: int) -> None:
+    def set_(self: Any, value: int) -> None:
         found = choices.model_choices(family, model_catalog())
         if 0 <= value < len(found):
             setattr(self, stored_name, found[value].key)
@@ -158,7 +160,7 @@ def _model_accessors(family: Family):
     return get, set_
 
 
-def _model_property(family: ModelFamily):
+def _model_property(family: ModelFamily) -> Any:
     get, set_ = _model_accessors(family.key)
     return bpy.props.EnumProperty(
         name=family.label,
@@ -169,7 +171,7 @@ def _model_property(family: ModelFamily):
     )
 
 
-def _stored(name: str):
+def _stored(name: str) -> Any:
     return bpy.props.StringProperty(name=name, default="", options={"HIDDEN"})
 
 
@@ -185,20 +187,20 @@ def family_properties() -> dict[str, object]:
 
 
 # ------------------------------------------------------------------------------------------ numbers
-def _get_max_input_size(self) -> int:
+def _get_max_input_size(self: Any) -> int:
     return choices.valid_max_input_size(self.stored_max_input_size)
 
 
-def _set_max_input_size(self, value: int) -> None:
+def _set_max_input_size(self: Any, value: int) -> None:
     self.stored_max_input_size = choices.chosen_max_input_size(value)
 
 
-def _get_resolution_level(self) -> int:
+def _get_resolution_level(self: Any) -> int:
     return choices.valid_resolution_level(self.stored_resolution_level)
 
 
-def _set_resolution_level(self, value: int) -> None:
-    self.stored_resolution_level = min(max(value, 0), choices.RESOLUTION_LEVEL_MAX)
+def _set_resolution_level(self: Any, value: int) -> None:
+    self.stored_resolution_level = min(max(value, 0), RESOLUTION_LEVEL_MAX)
 
 
 class ImageForgePreferences(bpy.types.AddonPreferences):
@@ -231,7 +233,7 @@ class ImageForgePreferences(bpy.types.AddonPreferences):
         name="MoGe Resolution Level",
         description="Detail of depth planes and cutouts (0-9): higher is finer and slower",
         min=0,
-        max=choices.RESOLUTION_LEVEL_MAX,
+        max=RESOLUTION_LEVEL_MAX,
         get=_get_resolution_level,
         set=_set_resolution_level,
     )

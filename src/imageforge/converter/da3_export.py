@@ -45,7 +45,7 @@ import hashlib
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -255,7 +255,12 @@ def say(fraction: float, message: str) -> None:
     print(json.dumps({"progress": round(fraction, 3), "message": message}), flush=True)
 
 
-def verify(module: CameraExport, output: Path, shapes: list[tuple[int, ...]], report=None) -> dict[str, float]:
+def verify(
+    module: CameraExport,
+    output: Path,
+    shapes: Sequence[tuple[int, ...]],
+    report: Callable[[int, str], None] | None = None,
+) -> dict[str, float]:
     """Largest error of the ONNX file against torch (in traceable mode) per output, relative to its range."""
     import onnxruntime
 
@@ -333,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         worst = max(checks.values())
         raise SystemExit(f"The ONNX export disagrees with torch by {worst:.2g} (limit {args.tolerance}).")
     partial.replace(args.output)
-    report = {
+    summary = {
         "model": args.model,
         "output": str(args.output),
         "bytes": args.output.stat().st_size,
@@ -341,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         "check_relative_error": checks,
         "seconds": round(time.perf_counter() - started, 1),
     }
-    print(json.dumps(report))
+    print(json.dumps(summary))
     return 0
 
 

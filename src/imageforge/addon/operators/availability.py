@@ -22,7 +22,7 @@ def poll_with_reason(operator: type, reason: str | None) -> bool:
     """poll()'s answer: True when `reason` is None, else False with `reason` as the button's tooltip."""
     if reason is None:
         return True
-    operator.poll_message_set(reason)  # a bpy.types.Operator subclass
+    getattr(operator, "poll_message_set")(reason)  # noqa: B009  # a bpy.types.Operator subclass (bpy is untyped)
     return False
 
 

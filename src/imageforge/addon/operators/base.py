@@ -31,13 +31,13 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import bpy
 from blendjob import JobResult, JobRuntime
 
 from ...client.blendjob_compat import JobOperatorHooks
-from ...contract import ImageForgeError, InputError, job_spec
+from ...contract import ImageForgeError, InputError, JobId, job_spec
 from ...contract.job_state import FailureKind, failure_kind
 from ...contract.provenance import Provenance
 from .availability import poll_with_reason, server_reason
@@ -50,7 +50,10 @@ class ImageForgeJobOperator(JobOperatorHooks):
     poll_interval = JOB_POLL_INTERVAL
     # Plain class attributes, not annotations: Blender reads every annotation of an operator as a property.
     job_runtime = None  # the JobRuntime, set by bind()
-    job_id = None  # the JobId this operator submits
+    if TYPE_CHECKING:  # every job operator sets the JobId it submits (a plain attribute, so not for Blender)
+        job_id: JobId
+    else:
+        job_id = None
     pushes_undo = True  # False for jobs that change no Blender data (downloads)
 
     @classmethod

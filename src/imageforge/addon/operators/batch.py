@@ -20,6 +20,7 @@ from typing import Any
 
 import bpy
 from blendjob import JobResult
+from blendjob.operator import JobOperatorState
 
 from ...client.blendjob_compat import result_from_status
 from ...contract import ImageForgeError, InputError, job_spec
@@ -79,7 +80,7 @@ class BatchJobOperator(ImageForgeJobOperator):
 
     # -- the end-of-job hooks (client/blendjob_compat.JobOperatorHooks) --------------------------------------
 
-    def finish_success(self, context, job, status):
+    def finish_success(self, context: Any, job: JobOperatorState, status: dict[str, Any]) -> set[str]:
         result = result_from_status({"job_id": job.job_id, "directory": str(job.directory), **status})
         try:
             self.land_item(context, self._index, result)
@@ -89,11 +90,11 @@ class BatchJobOperator(ImageForgeJobOperator):
             self._outcome.done.append(self._items[self._index])
         return self._continue(context, job)
 
-    def finish_failure(self, context, job, error):
+    def finish_failure(self, context: Any, job: JobOperatorState, error: Any) -> set[str]:
         self._outcome.failed.append((self._items[self._index], str(error)))
         return self._continue(context, job)
 
-    def _continue(self, context, job):
+    def _continue(self, context: Any, job: JobOperatorState) -> set[str]:
         parameters = self._next_parameters(context)
         if parameters is None:  # close_job → JobRuntime.finish_job marks the last job complete
             return self.close_job(context, job, self._outcome.summary(), cancelled=not self._outcome.done)
@@ -105,7 +106,7 @@ class BatchJobOperator(ImageForgeJobOperator):
         job.start_thread.start()
         return {"RUNNING_MODAL"}
 
-    def close_job(self, context, job, message, *, cancelled):
+    def close_job(self, context: Any, job: JobOperatorState, message: str, *, cancelled: bool) -> set[str]:
         outcome = getattr(self, "_outcome", None)
         if outcome is not None and not self._undo_pushed:
             self._undo_pushed = True
@@ -117,7 +118,7 @@ class BatchJobOperator(ImageForgeJobOperator):
             self.report({level}, message)
         return super().close_job(context, job, message, cancelled=cancelled)
 
-    def update_from_job_status(self, context, job, status):
+    def update_from_job_status(self, context: Any, job: JobOperatorState, status: dict[str, Any]) -> None:
         count = max(len(self._items), 1)
         share = min(max(float(status.get("progress", 0.0)), 0.0), 1.0)
         job.progress = (self._index + share) / count

@@ -35,7 +35,7 @@ def texture_reason(context: bpy.types.Context) -> str | None:
     return server_reason() or (None if selected_texture_images(context) else NO_TEXTURES)
 
 
-def selected_clip_strips(context: bpy.types.Context) -> list:
+def selected_clip_strips(context: bpy.types.Context) -> list[Any]:
     return [strip for strip in sequencer.selected_strips(context.scene) if strip.type in {"MOVIE", "IMAGE"}]
 
 
@@ -128,7 +128,7 @@ class IMAGEFORGE_OT_remove_background_strips(BatchJobOperator, bpy.types.Operato
             raise InputError("the scene was removed while the batch ran.")
         return scene
 
-    def _strip(self, index: int):
+    def _strip(self, index: int) -> Any:
         editor = self._scene().sequence_editor
         name = self._items[index]
         strip = next((s for s in sequencer.top_strips(editor) if s.name == name), None) if editor else None

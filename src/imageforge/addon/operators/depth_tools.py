@@ -3,7 +3,7 @@ refine properties, the detail and models they send, and the displaced cutout's m
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import bpy
 import numpy as np
@@ -43,6 +43,10 @@ class DepthTearing:
     The properties are given as objects, not annotation strings: Blender evaluates a mixin's string annotations
     in the module of each operator that uses it, where these constants are not imported.
     """
+
+    if TYPE_CHECKING:  # the properties below, as Blender gives them to the operator
+        tear: bool
+        tear_ratio: float
 
     __annotations__ = {
         "tear": bpy.props.BoolProperty(

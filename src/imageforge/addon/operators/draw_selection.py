@@ -124,7 +124,8 @@ class IMAGEFORGE_OT_draw_selection(bpy.types.Operator):
 
     def invoke(self, context: bpy.types.Context, event: Any) -> set[str]:
         found = find_active_image(context)
-        self._image = found.image if found else None
+        self._image: Any = found.image if found else None
+        self._pick: Picker | None
         if context.area.type == "IMAGE_EDITOR" and self._image is not None:
             self._pick = image_editor_picker(context.region, self._image)
         elif self._image is not None and context.active_object is not None:
@@ -161,12 +162,13 @@ class IMAGEFORGE_OT_draw_selection(bpy.types.Operator):
         return {"RUNNING_MODAL"}
 
     def add_point(self, event: Any) -> None:
+        assert self._pick is not None  # invoke() ended the operator without one
         pixel = self._pick(event.mouse_region_x, event.mouse_region_y)
         if pixel is not None:
             self._screen_points.append((event.mouse_region_x, event.mouse_region_y))
             self._pixels.append(pixel)
 
-    def selection(self) -> dict | None:
+    def selection(self) -> dict[str, Any] | None:
         width, height = self._image.size
         if self.shape == "BOX":
             if len(self._pixels) < 2:

@@ -9,6 +9,7 @@ the same frames with the same settings reuses the frames the cancelled run finis
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import bpy
@@ -32,7 +33,7 @@ def frames_reason(context: bpy.types.Context) -> str | None:
     return server_reason() or (None if frame_source_datablock(context) is not None else NO_FRAMES)
 
 
-def steady_edges_property():
+def steady_edges_property() -> Any:
     return bpy.props.BoolProperty(
         name="Steady Edges",
         description="Smooth the matte over time where the picture does not move: less flicker on soft edges, "
@@ -72,7 +73,7 @@ class FrameTool:
             "sequence_output": SequenceOutput.PNG_SEQUENCE,
         }
 
-    def land_result(self, first_file, label: str, *, scale: int = 1) -> str:
+    def land_result(self, first_file: Path, label: str, *, scale: int = 1) -> str:
         scene = bpy.data.scenes.get(self._scene_name) or bpy.context.scene
         name = land_frames(scene, self._source, first_file, label, scale=scale)
         return f"{self._source.frame_count} frame(s) of '{self._source.name}' → '{name}'"

@@ -70,7 +70,7 @@ class IMAGEFORGE_OT_upscale_image(ImageTool, ImageForgeJobOperator, bpy.types.Op
     def description(cls, context: bpy.types.Context, properties: Any) -> str:
         found = find_active_image(context)
         if found is None or not found.image.size[0]:
-            return cls.__doc__
+            return cls.__doc__ or ""
         width, height = target_size(found.image, int(properties.scale))
         return f"Upscale '{found.image.name}' to {width} × {height} px; the result replaces it in place"
 

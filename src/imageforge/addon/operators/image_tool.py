@@ -8,7 +8,8 @@ result lands; `selection_property`, `parse_selection` and `start_drawing` carry 
 from __future__ import annotations
 
 import json
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import bpy
 
@@ -20,6 +21,10 @@ from .availability import NO_IMAGE, tool_reason
 
 class ImageTool:
     """Finds the image a tool works on in execute(), and finds it again by name when the result lands."""
+
+    if TYPE_CHECKING:  # what the job operator this mixin joins provides (operators/base.py)
+
+        def temporary_directory(self) -> Path: ...
 
     image_name: bpy.props.StringProperty(
         name="Image", description="Image to process (default: the active image)", options={"HIDDEN", "SKIP_SAVE"}

@@ -90,7 +90,7 @@ def collect(classes: Iterable[type]) -> None:
 def listed(surface: Surface) -> list[ListedTool]:
     """The tools listed on `surface`, in their order."""
     found = [
-        ListedTool(cls.bl_idname, listing, cls)
+        ListedTool(getattr(cls, "bl_idname"), listing, cls)  # noqa: B009  # an operator class (bpy is untyped)
         for cls in _classes
         for listing in getattr(cls, "listings", ())
         if listing.surface is surface
@@ -101,9 +101,9 @@ def listed(surface: Surface) -> list[ListedTool]:
 def selection_actions() -> list[SelectionTool]:
     """The tools that run on a drawn selection, in their order (the first is Draw Selection's default)."""
     found = [
-        SelectionTool(cls.bl_idname, cls.selection_action)
+        SelectionTool(getattr(cls, "bl_idname"), action)  # noqa: B009  # an operator class (bpy is untyped)
         for cls in _classes
-        if getattr(cls, "selection_action", None) is not None
+        if (action := getattr(cls, "selection_action", None)) is not None
     ]
     return sorted(found, key=lambda tool: tool.action.order)
 

@@ -15,7 +15,7 @@ import bpy
 from blendjob import JobResult
 from mathutils import Matrix
 
-from ...contract import InputError, JobId
+from ...contract import InputError, JobId, ResultError
 from ...contract.jobs import CutoutParams, NormalMode
 from ...contract.results import ResultName
 from ..preferences import job_parameters
@@ -93,6 +93,8 @@ class IMAGEFORGE_OT_parallax_shot(DepthTearing, ImageTool, ImageForgeJobOperator
         # Read and check every result before creating anything, so a bad file leaves the scene as it was.
         intrinsics = read_metadata(result.file(ResultName.BACKGROUND_DEPTH_METADATA)).scaled(*source.size)
         subject = read_metadata(result.file(ResultName.DEPTH_METADATA))
+        if subject.reference_depth is None:  # the server writes it for every cutout with depth
+            raise ResultError("The cutout's depth metadata has no reference depth; run Parallax Shot again.")
         background_points, background_weight = read_depth(result, ResultName.BACKGROUND_DEPTH)
         points, weight = read_depth(result)
         alpha = read_data_file(result.file(ResultName.SELECTION_ALPHA))[..., 0]

@@ -32,7 +32,7 @@ from ..scene.video_source import NUMBERED
 from .frame_jobs import frame_range_property
 
 FLAMENCO_SUBMISSION = "flamenco-job.json"
-TOOLS = {
+TOOLS: dict[str, tuple[JobId, Family, dict[str, Any]]] = {
     "REMOVE_BACKGROUND": (JobId.REMOVE_BACKGROUND, Family("background"), {"output_kind": "foreground"}),
     "UPSCALE_2": (JobId.UPSCALE_IMAGE, Family("upscale"), {"scale": 2}),
     "UPSCALE_4": (JobId.UPSCALE_IMAGE, Family("upscale"), {"scale": 4}),

@@ -3,6 +3,8 @@ Editor's sidebars (tab "ImageForge"), and in the Image Editor's when it shows a 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import bpy
 
 from ..operators.batch_jobs import strips_reason
@@ -12,6 +14,9 @@ from .sidebar import CATEGORY
 
 
 class FramesPanel:
+    if TYPE_CHECKING:  # what bpy.types.Panel gives the panel class this mixin becomes
+        layout: Any
+
     bl_label = "Frames"
     bl_order = 2
 

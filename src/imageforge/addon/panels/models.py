@@ -3,6 +3,8 @@ multi-view models the button that makes the Depth Anything 3 camera model on thi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import bpy
 
 from ...contract.catalog import Family
@@ -12,6 +14,9 @@ from .sidebar import in_both_sidebars
 
 
 class ModelsPanel:
+    if TYPE_CHECKING:  # what bpy.types.Panel gives the panel class this mixin becomes
+        layout: Any
+
     bl_label = "Models"
     bl_order = 2
     bl_options = {"DEFAULT_CLOSED"}

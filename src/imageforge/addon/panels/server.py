@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from typing import TYPE_CHECKING, Any
 
 import bpy
 
@@ -32,6 +33,9 @@ WARNING_WIDTH = 48  # characters per line: the sidebar's default width cuts long
 
 
 class ServerPanel:
+    if TYPE_CHECKING:  # what bpy.types.Panel gives the panel class this mixin becomes
+        layout: Any
+
     bl_label = "Server"
     bl_order = 0
 

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...contract.health import LoadedModel
 from ..health_snapshot import (
     ActiveJobProgress,
-    LoadedModel,
     ServerState,
     active_job_progress,
     device_warnings,

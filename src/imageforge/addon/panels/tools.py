@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import bpy
 
 from ..operators.availability import NO_IMAGE, tool_reason, video_reason
 from ..operators.batch_jobs import texture_reason
 from ..operators.camera_path import SCENE_PROPERTY
 from ..operators.listing import Surface, listed
-from ..scene.active_image import find_active_image
+from ..scene.active_image import ActiveImage, find_active_image
 from ..scene.video_source import active_clip
 from .sidebar import in_both_sidebars
 
 
 class ToolsPanel:
+    if TYPE_CHECKING:  # what bpy.types.Panel gives the panel class this mixin becomes
+        layout: Any
+
     bl_label = "Tools"
     bl_order = 1
 
@@ -32,7 +37,7 @@ class ToolsPanel:
         self.draw_video_tools(layout.box(), context)
 
     @staticmethod
-    def draw_image(layout: bpy.types.UILayout, found) -> None:
+    def draw_image(layout: bpy.types.UILayout, found: ActiveImage | None) -> None:
         if found is None:
             layout.label(text=NO_IMAGE.split(":")[0], icon="ERROR")
             return

@@ -12,7 +12,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import bpy
 
@@ -72,7 +74,7 @@ def land_image(source: FrameSource, first: Path, name: str) -> str:
     return image.name
 
 
-def _load_in_place_of(collection, original_name: str, first: Path, name: str, space_type: str, shown: str):
+def _load_in_place_of(collection: Any, original_name: str, first: Path, name: str, space_type: str, shown: str) -> Any:
     """Load the result's first file into `collection` as `name`, and show it in every editor of `space_type`
     that showed the original (the editor's `shown` attribute); returns (original, loaded)."""
     original = _datablock(collection, original_name)
@@ -84,21 +86,21 @@ def _load_in_place_of(collection, original_name: str, first: Path, name: str, sp
     return original, loaded
 
 
-def _strip(editor, name: str):
+def _strip(editor: bpy.types.SequenceEditor, name: str) -> bpy.types.Strip:
     strip = None if editor is None else next((s for s in sequencer.top_strips(editor) if s.name == name), None)
     if strip is None:
         raise InputError(f"The strip '{name}' was removed while the job ran; nothing was changed.")
     return strip
 
 
-def _datablock(collection, name: str):
+def _datablock(collection: Any, name: str) -> Any:
     item = collection.get(name)
     if item is None:
         raise InputError(f"'{name}' was removed while the job ran; nothing was changed.")
     return item
 
 
-def _spaces(space_type: str):
+def _spaces(space_type: str) -> Iterator[Any]:
     window_manager = bpy.context.window_manager
     for window in window_manager.windows if window_manager else ():
         for area in window.screen.areas:

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import bpy
 
@@ -53,9 +54,9 @@ class FrameSource:
     movie: bool = False  # a video file (may carry audio), not an image sequence
 
 
-def frame_source_datablock(context: bpy.types.Context):
+def frame_source_datablock(context: bpy.types.Context) -> tuple[SourceKind, Any] | None:
     """(kind, datablock or strip) the editor in `context` offers; cheap enough for poll()."""
-    space = getattr(context, "space_data", None)
+    space: Any = getattr(context, "space_data", None)
     space_type = getattr(space, "type", None)
     if space_type == "CLIP_EDITOR":
         return (SourceKind.CLIP, space.clip) if space.clip is not None else None
@@ -84,7 +85,7 @@ def find_frame_source(context: bpy.types.Context, frame_range: FrameRange = Fram
     return limited(source, scene) if frame_range is FrameRange.SCENE else source
 
 
-def strip_source(strip) -> FrameSource:
+def strip_source(strip: bpy.types.Strip) -> FrameSource:
     if strip.type == "MOVIE":
         path = _existing(bpy.path.abspath(strip.filepath), strip.name)
         first, movie, job = 0, True, str(path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +56,9 @@ def barycentric_uv(
 ) -> Point:
     """Interpolate a triangle's UVs at a point on it (a ray hit on an image plane)."""
     weights = barycentric_weights(triangle, point)
-    uv = sum(weight * np.asarray(corner, dtype=np.float64) for weight, corner in zip(weights, uvs, strict=True))
+    uv = np.sum(
+        [weight * np.asarray(corner, dtype=np.float64) for weight, corner in zip(weights, uvs, strict=True)], axis=0
+    )
     return (float(uv[0]), float(uv[1]))
 
 
@@ -63,7 +66,7 @@ def _clamp(point: Point, width: int, height: int) -> Point:
     return (min(max(point[0], 0.0), float(width)), min(max(point[1], 0.0), float(height)))
 
 
-def box_selection(start: Point, end: Point, width: int, height: int) -> dict | None:
+def box_selection(start: Point, end: Point, width: int, height: int) -> dict[str, Any] | None:
     """A box from two drawn corners, clipped to the image; None when less than a pixel wide or tall."""
     (x0, y0), (x1, y1) = _clamp(start, width, height), _clamp(end, width, height)
     box = [min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)]
@@ -72,7 +75,7 @@ def box_selection(start: Point, end: Point, width: int, height: int) -> dict | N
     return {"box": [round(value, 2) for value in box]}
 
 
-def lasso_selection(points: Sequence[Point], width: int, height: int, spacing: float = 1.5) -> dict | None:
+def lasso_selection(points: Sequence[Point], width: int, height: int, spacing: float = 1.5) -> dict[str, Any] | None:
     """A lasso polygon clipped to the image, thinned to points at least `spacing` px apart.
 
     None when fewer than three distinct points remain or they enclose less than a pixel.
@@ -87,20 +90,20 @@ def lasso_selection(points: Sequence[Point], width: int, height: int, spacing: f
     return {"lasso": [[round(x, 2), round(y, 2)] for x, y in kept]}
 
 
-def mask_runs(selection: dict) -> MaskRuns:
+def mask_runs(selection: dict[str, Any]) -> MaskRuns:
     """The run-length mask of a mask selection dict (already validated by the contract)."""
     raw = selection["mask"]
     return MaskRuns(raw["width"], raw["height"], tuple(raw["runs"]))
 
 
-def encode_mask(inside: np.ndarray) -> dict:
+def encode_mask(inside: np.ndarray) -> dict[str, Any]:
     """A mask selection dict from (height, width) booleans, top row first."""
     height, width = inside.shape
     runs = MaskRuns.encode(np.ascontiguousarray(inside, dtype=np.uint8).tobytes(), width, height)
     return {"mask": {"width": width, "height": height, "runs": list(runs.runs)}}
 
 
-def selection_bounds(selection: dict) -> tuple[float, float, float, float]:
+def selection_bounds(selection: dict[str, Any]) -> tuple[float, float, float, float]:
     if "mask" in selection:
         bounds = mask_runs(selection).bounds
         if bounds is None:
@@ -114,7 +117,7 @@ def selection_bounds(selection: dict) -> tuple[float, float, float, float]:
     return (min(xs), min(ys), max(xs), max(ys))
 
 
-def selection_mask(selection: dict, width: int, height: int) -> np.ndarray:
+def selection_mask(selection: dict[str, Any], width: int, height: int) -> np.ndarray:
     """(height, width) booleans, top row first: pixels whose centre lies inside the selection (even-odd)."""
     if "mask" in selection:
         runs = mask_runs(selection)
@@ -152,12 +155,12 @@ def selection_mask(selection: dict, width: int, height: int) -> np.ndarray:
 # selection may mean "outside the band" as well as "background", so there the image is kept.
 
 
-def selection_crop(selection: dict, padding: int, width: int, height: int) -> tuple[int, int, int, int]:
+def selection_crop(selection: dict[str, Any], padding: int, width: int, height: int) -> tuple[int, int, int, int]:
     """The (x0, y0, x1, y1) the server analyses for `selection` with `padding` context pixels, inside the image."""
     return analysed_crop(selection_bounds(selection), padding, width, height)[0]
 
 
-def refined_region(selection: dict, padding: int, matte: np.ndarray) -> np.ndarray:
+def refined_region(selection: dict[str, Any], padding: int, matte: np.ndarray) -> np.ndarray:
     """(height, width) booleans, top row first: where a full-size refined `matte` lands (see above).
 
     Every pixel of the selection, plus the pixels of the server's crop where the matte is non-zero; nothing

@@ -15,23 +15,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import bpy
 
 MAX_CHANNEL = 128  # Blender's sequencer has channels 1..128
 
 
-def top_strips(editor: bpy.types.SequenceEditor):
+def top_strips(editor: bpy.types.SequenceEditor) -> Any:
     """The editor's top-level strips collection (the one with `new_image`, `new_movie`, ...)."""
     return editor.strips
 
 
-def active_strip(scene: bpy.types.Scene):
+def active_strip(scene: bpy.types.Scene) -> bpy.types.Strip | None:
     editor = scene.sequence_editor
     return editor.active_strip if editor is not None else None
 
 
-def selected_strips(scene: bpy.types.Scene) -> list:
+def selected_strips(scene: bpy.types.Scene) -> list[bpy.types.Strip]:
     editor = scene.sequence_editor
     return [strip for strip in top_strips(editor) if strip.select] if editor is not None else []
 
@@ -39,14 +40,14 @@ def selected_strips(scene: bpy.types.Scene) -> list:
 _NEW_TIMING = "left_handle"  # present from Blender 5.2
 
 
-def span(strip) -> tuple[int, int]:
+def span(strip: bpy.types.Strip) -> tuple[int, int]:
     """The scene frames [start, end) the strip shows."""
     if hasattr(strip, _NEW_TIMING):
         return strip.left_handle, strip.right_handle
     return strip.frame_final_start, strip.frame_final_end
 
 
-def set_span(strip, start: int, end: int) -> None:
+def set_span(strip: bpy.types.Strip, start: int, end: int) -> None:
     """Move the strip's handles so that it shows scene frames [start, end)."""
     if hasattr(strip, _NEW_TIMING):
         strip.left_handle, strip.right_handle = start, end
@@ -54,19 +55,19 @@ def set_span(strip, start: int, end: int) -> None:
         strip.frame_final_start, strip.frame_final_end = start, end
 
 
-def content_start(strip) -> int:
+def content_start(strip: bpy.types.Strip) -> int:
     """The scene frame where the strip's first source frame is (or would be, when trimmed off) shown."""
     return round(strip.content_start if hasattr(strip, _NEW_TIMING) else strip.frame_start)
 
 
-def set_content_start(strip, frame: int) -> None:
+def set_content_start(strip: bpy.types.Strip, frame: int) -> None:
     if hasattr(strip, _NEW_TIMING):
         strip.content_start = frame
     else:
         strip.frame_start = frame
 
 
-def trim(strip, start: int, end: int) -> None:
+def trim(strip: bpy.types.Strip, start: int, end: int) -> None:
     """Hide `start` source frames at the strip's start and `end` at its end."""
     if hasattr(strip, _NEW_TIMING):
         strip.left_handle_offset, strip.right_handle_offset = start, end
@@ -85,7 +86,9 @@ def free_channel_above(editor: bpy.types.SequenceEditor, channel: int, start: in
     raise OSError("Every sequencer channel above the strip is taken; free one and run the tool again.")
 
 
-def add_image_strip(editor: bpy.types.SequenceEditor, name: str, files: Sequence[Path], channel: int, frame_start: int):
+def add_image_strip(
+    editor: bpy.types.SequenceEditor, name: str, files: Sequence[Path], channel: int, frame_start: int
+) -> bpy.types.Strip:
     """A new image strip showing `files` (one folder) one per frame from `frame_start`."""
     strip = top_strips(editor).new_image(name, str(files[0]), channel, frame_start, fit_method="ORIGINAL")
     for path in files[1:]:
@@ -104,14 +107,16 @@ def has_audio(path: Path) -> bool:
         return False
 
 
-def add_sound_strip(editor: bpy.types.SequenceEditor, name: str, path: Path, channel: int, frame_start: int):
+def add_sound_strip(
+    editor: bpy.types.SequenceEditor, name: str, path: Path, channel: int, frame_start: int
+) -> bpy.types.Strip | None:
     """A sound strip of `path`'s audio, or None when the file has none."""
     if not has_audio(path):
         return None
     return top_strips(editor).new_sound(name, str(path), channel, frame_start)
 
 
-def copy_transform(source, target, *, scale: float = 1.0) -> None:
+def copy_transform(source: bpy.types.Strip, target: bpy.types.Strip, *, scale: float = 1.0) -> None:
     """Place `target` where `source` shows; `scale` divides the size (an upscaled result has more pixels)."""
     for name in ("offset_x", "offset_y", "rotation", "origin"):
         if hasattr(source.transform, name):
