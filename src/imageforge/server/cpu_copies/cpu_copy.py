@@ -1,9 +1,10 @@
 """The fp32 CPU copy of an fp16 model file: derived once, verified against the original, kept beside it.
 
-ONNX Runtime's CPU provider runs an fp16 file 1.10–1.30× slower than the same network in fp32 (see
-fp32_graph.py). On first CPU use of an fp16 model the server writes `<name>.cpu-fp32-<hash>.onnx` beside the
-original (`<hash>`: the first 16 hex digits of the original's SHA-256), runs both on one sample input, and
-records the outcome in `<name>.onnx.cpu-fp32.json`. CPU sessions load the copy only when the record says
+ONNX Runtime's CPU provider runs an fp16 file slower than the same network in fp32: it casts around every
+fp16 operator and leaves GELU unfused (fp32_graph.py; measured in docs/benchmarks.md, "fp16 files on CPU").
+On first CPU use of an fp16 model the server writes `<name>.cpu-fp32-<hash>.onnx` beside the original
+(`<hash>`: the first 16 hex digits of the original's SHA-256), runs both on one sample input, and records the
+outcome in `<name>.onnx.cpu-fp32.json`. CPU sessions load the copy only when the record says
 `ready` for the original's current hash; accelerators always load the original (their fp16 kernels are
 the fast path). A new download (another hash) derives a new copy and removes the stale one.
 

@@ -10,7 +10,7 @@ alone changes nothing, because the graph still computes in fp16. This rewrite ma
 3. Cast nodes whose input is now already of their target type are dropped (an output Cast becomes Identity);
 4. scalar constants that are the fp16 rounding of GELU's constants (√2, 1/√2, √(2/π), 0.044715) get their
    exact float32 value back: ONNX Runtime recognises GELU only within a relative 1e-5 of those values, and
-   fp16 rounding is ~1e-4 off, so without this step the 1.10–1.30× slowdown of the fp16 file remains.
+   fp16 rounding is ~1e-4 off, so without this step the fp16 file's slowdown remains (docs/benchmarks.md).
 
 Tensor types are followed node by node (ONNX graphs are topologically sorted) with per-operator rules; a Cast
 whose input type is not known stays, which is always correct. The result's numbers differ from the fp16

@@ -2,7 +2,8 @@
 
 Every provider quirk lives here so that adapters never build sessions themselves:
 - CUDA: `kSameAsRequested` keeps the arena close to what the model needs (and shrinkable after a job);
-  `HEURISTIC` cuDNN search avoids ~1 s of benchmarking on every new tile or frame shape.
+  `HEURISTIC` cuDNN search, so a new tile or frame shape does not benchmark every convolution algorithm
+  first (ONNX Runtime's default; not measured here, no GPU).
 - DirectML: memory patterns off and sequential execution, or creation fails; batch symbols pinned to 1 so
   DirectML can pre-optimise.
 - CoreML: the default configuration (forcing MLProgram broke MoGe-2 on M4) plus per-model options, the

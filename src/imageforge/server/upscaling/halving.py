@@ -47,7 +47,7 @@ def halve_rows(rows: np.ndarray, taps: tuple[np.ndarray, np.ndarray], out: np.nd
     Every output column uses the same 12 weights on input columns 2j − 5 … 2j + 6 of the zero-padded row, so
     the sum runs over views instead of gathers. The views are slices of the padded row's even and odd samples,
     each copied into its own contiguous array: a view taken every other pixel straight from [h, W, C] walks
-    only C floats at a time, which made this pass ~4× slower per output than the vertical one. Rows go a few
+    only C floats at a time, far slower per output than the vertical pass's contiguous rows. Rows go a few
     at a time (CHUNK_BYTES) so the 12 multiply-adds work in cache rather than memory. Border columns are then
     divided by the share of the weights that fell inside the image, which is exactly Pillow's normalisation
     over in-bounds taps. `out` lets BandHalver write into its row buffer directly.
