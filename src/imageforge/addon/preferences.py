@@ -99,7 +99,7 @@ EnumItem = tuple[str, str, str, int]
 _enum_items: dict[str, list[EnumItem]] = {}  # Blender needs dynamic item strings kept alive by Python
 
 
-def _device_items(_self: Any, _context: Any) -> list[EnumItem]:
+def _device_items(_self: ImageForgePreferences, _context: bpy.types.Context) -> list[EnumItem]:
     items = [
         (device.value, device.label, f"Run models on {device.label}", index)
         for index, device in enumerate(available_devices())
@@ -108,20 +108,20 @@ def _device_items(_self: Any, _context: Any) -> list[EnumItem]:
     return items
 
 
-def _get_device(self: Any) -> int:
+def _get_device(self: ImageForgePreferences) -> int:
     devices = available_devices()
     return devices.index(choices.valid_device(self.stored_device, devices))
 
 
-def _set_device(self: Any, value: int) -> None:
+def _set_device(self: ImageForgePreferences, value: int) -> None:
     devices = available_devices()
     if 0 <= value < len(devices):
         self.stored_device = devices[value].value
 
 
 # ----------------------------------------------------------------------------------------------- models
-def _model_items(family: Family) -> Callable[[Any, Any], list[EnumItem]]:
-    def items(_self: Any, _context: Any) -> list[EnumItem]:
+def _model_items(family: Family) -> Callable[[ImageForgePreferences, bpy.types.Context], list[EnumItem]]:
+    def items(_self: ImageForgePreferences, _context: bpy.types.Context) -> list[EnumItem]:
         found = choices.model_choices(family, model_catalog())
         listed = [
             (choice.key, f"{choice.label} (default)" if choice.default else choice.label, choice.key, index)
@@ -144,15 +144,17 @@ def stored_model_name(family: Family) -> str:
     return f"stored_model_{family}"
 
 
-def _model_accessors(family: Family) -> tuple[Callable[[Any], int], Callable[[Any, int], None]]:
+def _model_accessors(
+    family: Family,
+) -> tuple[Callable[[ImageForgePreferences], int], Callable[[ImageForgePreferences, int], None]]:
     stored_name = stored_model_name(family)
 
-    def get(self: Any) -> int:
+    def get(self: ImageForgePreferences) -> int:
         found = choices.model_choices(family, model_catalog())
         key = choices.valid_model(getattr(self, stored_name), found)
         return next((index for index, choice in enumerate(found) if choice.key == key), 0)
 
-    def set_(self: Any, value: int) -> None:
+    def set_(self: ImageForgePreferences, value: int) -> None:
         found = choices.model_choices(family, model_catalog())
         if 0 <= value < len(found):
             setattr(self, stored_name, found[value].key)
@@ -187,19 +189,19 @@ def family_properties() -> dict[str, object]:
 
 
 # ------------------------------------------------------------------------------------------ numbers
-def _get_max_input_size(self: Any) -> int:
+def _get_max_input_size(self: ImageForgePreferences) -> int:
     return choices.valid_max_input_size(self.stored_max_input_size)
 
 
-def _set_max_input_size(self: Any, value: int) -> None:
+def _set_max_input_size(self: ImageForgePreferences, value: int) -> None:
     self.stored_max_input_size = choices.chosen_max_input_size(value)
 
 
-def _get_resolution_level(self: Any) -> int:
+def _get_resolution_level(self: ImageForgePreferences) -> int:
     return choices.valid_resolution_level(self.stored_resolution_level)
 
 
-def _set_resolution_level(self: Any, value: int) -> None:
+def _set_resolution_level(self: ImageForgePreferences, value: int) -> None:
     self.stored_resolution_level = min(max(value, 0), RESOLUTION_LEVEL_MAX)
 
 
