@@ -18,6 +18,7 @@ import json
 import math
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,7 @@ def mask_texture(pixels: np.ndarray) -> gpu.types.GPUTexture:
     return gpu.types.GPUTexture((columns, rows), format="RGBA16F", data=buffer)
 
 
-def draw_mask(texture: gpu.types.GPUTexture, corners: list[tuple[float, ...]]) -> None:
+def draw_mask(texture: gpu.types.GPUTexture, corners: Sequence[tuple[float, ...]]) -> None:
     """Draw `texture` on the quad `corners` (bottom-left, bottom-right, top-right, top-left of the image), in
     the current space (region pixels in the Image Editor, world space on an image empty)."""
     shader = gpu.shader.from_builtin("IMAGE")
@@ -184,7 +185,8 @@ class IMAGEFORGE_OT_click_select(bpy.types.Operator):
         model = preferences.job_model(prefs, SEGMENT)
         options = {"model": model, "device": preferences.job_device(prefs).value}
         self._session = ClickSession(RuntimeTransport(runtime), path, self._size, options)
-        self._prompts, self._screen = prompts, []  # screen positions of the clicks, for the overlay
+        self._prompts = prompts
+        self._screen: list[tuple[float, float, bool]] = []  # each click on screen, positive or not, for the overlay
         self._press: tuple[float, float] | None = None
         self._drag: tuple[float, float] | None = None
         self._shown: SessionState | None = None

@@ -42,7 +42,7 @@ def steady_edges_property() -> Any:
     )
 
 
-def frame_range_property():
+def frame_range_property() -> Any:
     """Which frames a Frames tool works on (also Send to Farm's)."""
     return bpy.props.EnumProperty(
         name="Frames",

@@ -8,16 +8,16 @@ must survive a cancel live in `<storage>/frame-cache/<key>/`, where `key` is a S
   frame file's); the change time is the one a copy or `touch -r` cannot set back,
 - the model: its catalog key and each file's declared SHA-256 (or, without one, the same stat identity).
 
-Each frame is stored after the model ran on it, as `<index>.npz`: the [0, 1] pixels quantised to the result's
-own depth (8 or 16 bits: the codes the PNG or video gets), deflated at level 1 (numpy's default level saves a
-few % for several times the time: docs/benchmarks.md, "Frame cache"), written atomically, with the SHA-256 of
-the decoded input frame they were computed from (`FrameKey`). A re-run of the same job on the same input with the same settings decodes the frame,
-hashes its pixels, and reuses the stored result only when that hash matches: the stat key says where to look, the pixels
-prove it is the same picture (a file rewritten in place where the change time and file id survive, as
-Windows' creation time does, or a decoder that now decodes differently). The first frame whose hash differs
-discards the whole cache, so frames of two inputs are never mixed; the job says so in its log. The hash is
-small next to the model's time per frame (docs/benchmarks.md, "Frame cache"). A reused frame lands on exactly
-the code values a fresh one does: both are quantised to the result's depth.
+Each frame is stored after the model ran on it, as `<index>.npz`: the [0, 1] pixels quantised to the result's own
+depth (8 or 16 bits: the codes the PNG or video gets), deflated at level 1 (numpy's default level saves a few % for
+several times the time: docs/benchmarks.md, "Frame cache"), written atomically, with the SHA-256 of the decoded
+input frame they were computed from (`FrameKey`). A re-run of the same job on the same input with the same settings
+decodes the frame, hashes its pixels, and reuses the stored result only when that hash matches: the stat key says
+where to look, the pixels prove it is the same picture (a file rewritten in place where the change time and file id
+survive, as Windows' creation time does, or a decoder that now decodes differently). The first frame whose hash
+differs discards the whole cache, so frames of two inputs are never mixed; the job says so in its log. The hash is
+small next to the model's time per frame (docs/benchmarks.md, "Frame cache"). A reused frame lands on exactly the
+code values a fresh one does: both are quantised to the result's depth.
 
 A full disk never fails the job for its cache: the cache deletes its frames and the run goes on without it, with
 a warning in the job log. Retention: a cache is deleted as soon as its job has written its result (the result is
