@@ -128,3 +128,28 @@ def test_an_image_below_8_pixels_is_refused_in_one_sentence(run_job, tmp_path: P
     PILImage.fromarray(np.zeros((20, 7, 3), np.uint8)).save(path)
     with pytest.raises(InputError, match=r"^The image is 7×20 pixels; removing a background needs at least 8 pixels"):
         run_job(job, {"input": str(path), **extra})
+
+
+def test_the_sources_colour_profile_and_exif_orientation_are_kept(run_job, hair, tmp_path: Path):
+    """Pixels stay in stored order (as Blender shows them); the result carries the source's ICC profile and EXIF
+    block, so other viewers rotate and colour it as they do the source."""
+    path, pixels = hair
+    profile = b"\x00\x00\x02\x0cICC-profile-bytes-of-the-camera" * 8
+    exif = PILImage.Exif()
+    exif[0x0112] = 6  # rotate 90° clockwise to display
+    exif[0x010F] = "Camera Maker"
+    source = tmp_path / "camera.png"
+    PILImage.fromarray(pixels).save(source, icc_profile=profile, exif=exif)
+    for job, extra, name in (
+        ("remove-background", {}, ResultName.FOREGROUND),
+        ("refine-image-selection", {"selection": {"box": [0, 0, 64, 48]}}, ResultName.CUTOUT),
+    ):
+        result, _ = run_job(job, {"input": str(source), "model": "KIT_BIREFNET", **extra})
+        with PILImage.open(result[name]) as written:
+            assert written.size == (64, 48)  # stored order: not rotated
+            assert written.info.get("icc_profile") == profile
+            assert written.getexif()[0x0112] == 6 and written.getexif()[0x010F] == "Camera Maker"
+    plain, context = run_job("remove-background", {"input": str(path), "model": "KIT_BIREFNET"})
+    with PILImage.open(plain[ResultName.FOREGROUND]) as written:
+        assert "icc_profile" not in written.info and len(written.getexif()) == 0
+    assert "the source has no colour profile or EXIF" in context.log_text

@@ -18,6 +18,8 @@ import numpy as np
 from ...contract import InputError
 from ...contract.parameters import Selection
 from ..media import Image, fit_long_edge_size
+from ..media.metadata import NONE as NO_METADATA
+from ..media.metadata import StillMetadata
 from ..media.png_stream import write_png_bands
 from ..models.background import BackgroundAdapter
 from ..models.display import display_pixels, over_black_at
@@ -43,7 +45,13 @@ def with_alpha(pixels: np.ndarray, alpha: np.ndarray) -> np.ndarray:
 
 
 def write_with_alpha(
-    path: Path, pixels: np.ndarray, alpha: np.ndarray, *, bits: int, look: CutoutLook = STRAIGHT
+    path: Path,
+    pixels: np.ndarray,
+    alpha: np.ndarray,
+    *,
+    bits: int,
+    look: CutoutLook = STRAIGHT,
+    metadata: StillMetadata = NO_METADATA,
 ) -> None:
     """The PNG of `pixels` with `alpha` (both at the image's size) written as `look` says (straight RGBA by
     default), band by band: no full-size RGBA copy."""
@@ -54,6 +62,7 @@ def write_with_alpha(
         lambda top, bottom: look.rows(pixels[top:bottom], alpha[top:bottom]),
         channels=look.channels,
         bits=bits,
+        metadata=metadata,
     )
 
 

@@ -25,6 +25,7 @@ from ..job_steps.model_loading import log_model_time, prepare_adapter
 from ..job_steps.progress import PREPARING, READING, JobProgress, JobStages, Stage
 from ..job_steps.selection_mask import selection_region
 from ..media import open_input, write_png
+from ..media.metadata import read_metadata
 from ..models.background import BackgroundAdapter
 from ..models.display import display_pixels
 
@@ -49,6 +50,7 @@ def run_refine_image_selection(context: JobContext, params: RefineImageSelection
     directory = Path(context.directory)
     write_png(directory / "alpha.png", alpha, bits=16)
     edge_colour(context, pixels, alpha, enabled=params.estimate_foreground)  # in place: only the cutout follows
-    write_with_alpha(directory / "cutout.png", pixels, alpha, bits=image.sample_kind.png_bits)
+    metadata = read_metadata(Path(params.input))  # the source's colour profile and EXIF orientation
+    write_with_alpha(directory / "cutout.png", pixels, alpha, bits=image.sample_kind.png_bits, metadata=metadata)
     log_model_time(context, progress, adapter)
     return {ResultName.ALPHA: "alpha.png", ResultName.CUTOUT: "cutout.png"}

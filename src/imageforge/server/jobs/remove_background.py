@@ -30,6 +30,7 @@ from ..job_steps.model_loading import log_model_time, prepare_adapter
 from ..job_steps.progress import PREPARING, READING, JobProgress, JobStages, Stage
 from ..job_steps.steady_edges import SteadyEdges
 from ..media import Frame, MediaKind, open_input, write_exr
+from ..media.metadata import read_metadata
 from ..models.background import BackgroundAdapter
 from ..models.display import display_pixels
 
@@ -65,7 +66,16 @@ def run_remove_background(context: JobContext, params: RemoveBackgroundParams) -
             edge_colour(context, pixels, alpha, enabled=params.estimate_foreground)  # in place: pixels are ours
             progress.writing()
             context.log(f"Foreground written {look.describe()}")
-            write_with_alpha(directory / "foreground.png", pixels, alpha, bits=image.sample_kind.png_bits, look=look)
+            metadata = read_metadata(Path(params.input))  # the source's colour profile and EXIF orientation
+            context.log(f"Foreground metadata: {metadata.describe()}")
+            write_with_alpha(
+                directory / "foreground.png",
+                pixels,
+                alpha,
+                bits=image.sample_kind.png_bits,
+                look=look,
+                metadata=metadata,
+            )
             result = {ResultName.FOREGROUND: "foreground.png"}
         log_model_time(context, progress, adapter)
         return result

@@ -28,6 +28,7 @@ import numpy as np
 
 from .atomic import atomic_file
 from .image import to_integers
+from .metadata import NONE, StillMetadata
 
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _COLOUR_TYPES = {1: 0, 2: 4, 3: 2, 4: 6}  # channels → PNG colour type (grey, grey+alpha, RGB, RGBA)
@@ -38,6 +39,16 @@ _SUB = 1
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+
+def _metadata_chunks(metadata: StillMetadata) -> bytes:
+    """iCCP (the source's colour profile, zlib-compressed) and eXIf (its EXIF block), before the image data."""
+    chunks = b""
+    if metadata.icc_profile:
+        chunks += _chunk(b"iCCP", b"ICC Profile\x00\x00" + zlib.compress(metadata.icc_profile))
+    if metadata.exif:
+        chunks += _chunk(b"eXIf", metadata.exif)
+    return chunks
 
 
 def sub_filter(rows: np.ndarray, bpp: int) -> np.ndarray:
@@ -54,7 +65,9 @@ class PngStreamWriter:
     code value, as write_png does) or already-quantised uint8/uint16 values of the writer's depth.
     """
 
-    def __init__(self, path: Path, width: int, height: int, *, channels: int, bits: int = 8):
+    def __init__(
+        self, path: Path, width: int, height: int, *, channels: int, bits: int = 8, metadata: StillMetadata = NONE
+    ):
         if channels not in _COLOUR_TYPES or bits not in (8, 16) or width < 1 or height < 1:
             raise ValueError(f"cannot write a {width}×{height} PNG of {channels} channels at {bits} bits")
         self.path = Path(path)
@@ -63,13 +76,14 @@ class PngStreamWriter:
         self._stack = ExitStack()
         self._bpp = channels * bits // 8
         self._compressor = zlib.compressobj(_LEVEL)
+        self.metadata = metadata
 
     def __enter__(self) -> PngStreamWriter:
         temporary = self._stack.enter_context(atomic_file(self.path))
         try:
             self._file = self._stack.enter_context(open(temporary, "wb"))
             header = struct.pack(">IIBBBBB", self.width, self.height, self.bits, _COLOUR_TYPES[self.channels], 0, 0, 0)
-            self._file.write(_SIGNATURE + _chunk(b"IHDR", header))
+            self._file.write(_SIGNATURE + _chunk(b"IHDR", header) + _metadata_chunks(self.metadata))
         except BaseException:
             self._stack.close()
             raise
@@ -139,15 +153,17 @@ def write_png_bands(
     *,
     channels: int,
     bits: int = 8,
+    metadata: StillMetadata = NONE,
 ) -> Path:
-    """Atomically write a PNG of `size` (width, height) whose rows `rows(top, bottom)` composes band by band.
+    """Atomically write a PNG of `size` (width, height) whose rows `rows(top, bottom)` composes band by band,
+    carrying `metadata` (a source's colour profile and EXIF) when given.
 
     For results assembled from full-size parts (colour beside a matte, a normal map sampled from a smaller
     one): concatenating them whole first would hold another full-size float copy (4 GiB at 16384² RGBA).
     """
     width, height = size
     band = max(1, BAND_PIXELS // width)
-    with PngStreamWriter(path, width, height, channels=channels, bits=bits) as png:
+    with PngStreamWriter(path, width, height, channels=channels, bits=bits, metadata=metadata) as png:
         for top in range(0, height, band):
             png.write(rows(top, min(height, top + band)))
     return Path(path)

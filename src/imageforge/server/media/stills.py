@@ -7,7 +7,8 @@ Decoder per file (decided from the header alone, before any pixel is decoded):
   demuxer would read a literal `%d` in a file name as a frame-number pattern.
 - OpenEXR for .exr (see exr.py).
 EXIF orientation is deliberately ignored: Blender shows pixels in stored order, and a result must line up
-with the image the artist sees in Blender. Colour profiles are ignored for the same reason.
+with the image the artist sees in Blender. Colour profiles are ignored for the same reason. Background results
+carry both over unchanged (metadata.py), so other viewers show them as they show the source.
 """
 
 from __future__ import annotations
