@@ -75,15 +75,25 @@ def main(argv: list[str] | None = None) -> None:
             lock.acquire(args.storage_root)
         except RuntimeError:
             sys.exit(f"{args.storage_root} is being set up, moved or cleaned by another process; not starting.")
+    from imageforge.server.connection_limits import BACKLOG, KEEP_ALIVE_SECONDS, ConnectionGuard, protocol_class
+    from imageforge.server.log_limits import limit_repeats
+
     server.linger = args.linger
+    server.connection_guard = ConnectionGuard()  # what an unproven connection may hold (openspec/0024)
     server.bind(args.storage_root)
     app = server.create_app(args.instance_id)
-    if args.listen_fd is not None:
-        sockets = [socket.socket(fileno=args.listen_fd)]
-        config = uvicorn.Config(app, access_log=False, log_level="warning")
-    else:
-        sockets = None
-        config = uvicorn.Config(app, host="127.0.0.1", port=args.port, access_log=False, log_level="warning")
+    sockets = [socket.socket(fileno=args.listen_fd)] if args.listen_fd is not None else None
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=0 if args.port is None else args.port,  # unused when serving the inherited socket
+        http=protocol_class(server.connection_guard),
+        backlog=BACKLOG,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        access_log=False,
+        log_level="warning",
+    )
+    limit_repeats()  # after uvicorn configured its loggers: each message a few times a minute, then counted
     http_server = uvicorn.Server(config)
 
     def stop_http_server() -> None:

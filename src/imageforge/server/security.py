@@ -40,6 +40,8 @@ from .clients import CURRENT_CLIENT, ClientRegistry, ServerClosingError
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from .connection_limits import ConnectionGuard
+
 Scope = dict[str, Any]
 
 
@@ -55,7 +57,8 @@ class AuthenticatedJobServer(JobServer):  # type: ignore[misc]  # BlendJob ships
         if isinstance(registry, ClientRegistry):
             add_client_routes(app, registry)
         add_click_route(app, self)  # Click Select's masks beside the queue (server/click_route.py)
-        app.add_middleware(LoopbackGuard, credentials=credentials, clients=registry)
+        connections = getattr(self, "connection_guard", None)
+        app.add_middleware(LoopbackGuard, credentials=credentials, clients=registry, connections=connections)
         return app
 
     def submit(self, job_type: str, parameters: dict[str, Any], *, job_id: str | None = None) -> Any:
@@ -93,10 +96,18 @@ def add_client_routes(app: FastAPI, registry: ClientRegistry) -> None:
 class LoopbackGuard:
     """ASGI middleware: 403 for a foreign Host or any Origin, then 401 for a missing or wrong token."""
 
-    def __init__(self, app: Any, *, credentials: ServerCredentials, clients: ClientRegistry | None = None) -> None:
+    def __init__(
+        self,
+        app: Any,
+        *,
+        credentials: ServerCredentials,
+        clients: ClientRegistry | None = None,
+        connections: ConnectionGuard | None = None,
+    ) -> None:
         self.app = app
         self.credentials = credentials
         self.clients = clients
+        self.connections = connections  # marks a connection proven once a request on it carries the token
         self.host = credentials.host_header.encode("latin-1")
         self.authorization = credentials.authorization.encode("latin-1")
 
@@ -111,6 +122,8 @@ class LoopbackGuard:
             await send({"type": "http.response.body", "body": b""})
             return
         if status is None:
+            if self.connections is not None:
+                self.connections.proven(scope.get("client"))
             client_id = next((v for n, v in scope["headers"] if n == CLIENT_HEADER.lower().encode()), b"").decode()
             if client_id and self.clients is not None:
                 self.clients.seen(client_id)  # every request of an attached client is a heartbeat
