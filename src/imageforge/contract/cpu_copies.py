@@ -40,6 +40,12 @@ class CopyRecord:
     restored_constants: int = 0
     seconds: float = 0.0
     rule: int = 1  # records written before the rule was recorded were judged under rule 1
+    # The verified copy as it was written: a file on disk of another size or SHA-256 is not that copy (damaged,
+    # cut short by a partial sync or restore) and is derived again. Empty in records written before these fields.
+    copy_bytes: int = 0
+    copy_mtime_ns: int = 0
+    copy_ctime_ns: int = 0  # POSIX only (Windows' st_ctime is the creation time, which a rewrite in place keeps)
+    copy_sha256: str = ""
 
     @property
     def current(self) -> bool:

@@ -21,9 +21,11 @@ is off by a sizeable part of the range, far above a step. A copy that fails is d
 the acceptance rule changes: contract/cpu_copies.py). Models without fp16 weights are recorded as `not-needed`
 (the record spares re-reading the file on every load).
 
-Large files are rewritten in a child process of the server environment (server/child_python.py). A child that
-fails to run at all (killed, out of memory, a module missing) says nothing about the file: nothing is recorded,
-the job log says why the original runs, and the next server process tries again.
+Large files are rewritten in a child process of the server environment (server/child_python.py). A rewrite
+that fails to run at all (its child killed, out of memory, a module missing, a disk too full for the copy) says
+nothing about the file: nothing is recorded, the job log says why the original runs, and the next server process
+tries again. A ready record also holds the copy's size, time and SHA-256: a copy deleted, cut short or changed
+since its check is derived again, never loaded.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from ...contract.cpu_copies import (
     read_record,
     record_path,
 )
+from ...contract.model_files import sha256_of
 from ..child_python import child_command
 from .fp32_graph import UnsupportedModel, rewrite_file
 
@@ -82,12 +85,32 @@ def is_copy(path: Path | None) -> TypeGuard[Path]:
 
 
 def ready_copy(source: Path, sha256: str) -> Path | None:
-    """The verified copy of this exact original, if one exists; never derives."""
+    """The verified copy of this exact original, if one exists intact; never derives."""
     record = read_record(source)
     if record is None or record.source_sha256 != sha256 or record.status is not CopyStatus.READY:
         return None
     path = copy_path(source, sha256)
-    return path if path.is_file() else None
+    return path if _intact(record, path) else None
+
+
+def _intact(record: CopyRecord, path: Path) -> bool:
+    """Whether `path` is still the copy that was verified: the recorded size and times, else the recorded SHA-256
+    (a copy cut short or damaged after its check must never be loaded in place of a good original)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return False
+    if not record.copy_sha256:  # recorded before copies were identified: its existence is all there is
+        return True
+    if _stat_identity(info) == (record.copy_bytes, record.copy_mtime_ns, record.copy_ctime_ns):
+        return True
+    return info.st_size == record.copy_bytes and sha256_of(path) == record.copy_sha256
+
+
+def _stat_identity(info: os.stat_result) -> tuple[int, int, int]:
+    """Size, modification and (POSIX) change time: a rewrite in place changes the change time even when a tool
+    restores the modification time."""
+    return info.st_size, info.st_mtime_ns, info.st_ctime_ns if os.name != "nt" else 0
 
 
 _derive_lock = threading.Lock()
@@ -117,11 +140,13 @@ def cpu_graph(
     with _derive_lock:
         record = read_record(source)
         stale = record is None or record.source_sha256 != sha256 or not record.current
+        if not stale and record is not None and record.status is CopyStatus.READY:
+            stale = not _intact(record, copy_path(source, sha256))  # deleted or damaged since: derived again
         if stale and (source, sha256) not in _failed_here:
             record = derive(module, source, sha256, threads=threads, announce=announce)
         if record is not None and record.status is CopyStatus.READY:
             path = copy_path(source, sha256)
-            if path.is_file():
+            if _intact(record, path):
                 return path
         return source
 
@@ -173,7 +198,12 @@ def derive(
         log.warning("%s: CPU copy rejected: %s", source.name, problem)
         return _save(source, CopyRecord(sha256, CopyStatus.REJECTED, None, problem, checks, seconds=seconds, **figures))
     log.info("%s: fp32 CPU copy %s verified in %.1f s", source.name, target.name, seconds)
-    return _save(source, CopyRecord(sha256, CopyStatus.READY, target.name, "", checks, seconds=seconds, **figures))
+    size, modified, changed = _stat_identity(target.stat())
+    record = CopyRecord(sha256, CopyStatus.READY, target.name, "", checks, seconds=seconds, **figures)
+    return _save(
+        source,
+        replace(record, copy_bytes=size, copy_mtime_ns=modified, copy_ctime_ns=changed, copy_sha256=sha256_of(target)),
+    )
 
 
 def compare(expected: list[Any], actual: list[Any]) -> tuple[list[dict[str, Any]], str]:
@@ -235,6 +265,8 @@ def _rewrite(source: Path, target: Path) -> dict[str, Any]:
             result = rewrite_file(source, target)
         except MemoryError as error:
             raise RewriteDidNotRun("out of memory") from error
+        except OSError as error:  # reading the file or writing the copy failed (a full disk): nothing about the file
+            raise RewriteDidNotRun(str(error)) from error
         except Exception as error:  # as the child would report it
             raise RuntimeError(str(error) or type(error).__name__) from error
     else:
