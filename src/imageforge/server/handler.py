@@ -42,7 +42,12 @@ class InvalidResultError(ImageForgeError):
 def make_handler(spec: JobSpec[P], run: Runner[P]) -> Callable[[JobContext, dict[str, Any]], dict[str, str]]:
     def handler(context: JobContext, raw_parameters: dict[str, Any]) -> dict[str, str]:
         directory = Path(context.directory)
-        write_state(directory, JobState.RUNNING)
+        try:
+            write_state(directory, JobState.RUNNING)
+        except OSError as error:  # the disk was full before the job began: nothing to clear, nothing to mark
+            if (full := disk_full_cause(error)) is None:
+                raise
+            raise disk_full(directory, f"starting {spec.label}") from full
         try:
             parameters = spec.parse(raw_parameters)
             result = run(context, parameters)

@@ -19,8 +19,11 @@ def write_state(directory: Path, state: JobState, **details: Any) -> None:
     """Atomically record a job folder's state."""
     payload = {"state": state.value, "time": time.time(), **details}
     temporary = directory / f".{STATE_FILE}.tmp"
-    temporary.write_text(json.dumps(payload), encoding="utf-8")
-    os.replace(temporary, directory / STATE_FILE)
+    try:
+        temporary.write_text(json.dumps(payload), encoding="utf-8")
+        os.replace(temporary, directory / STATE_FILE)
+    finally:
+        temporary.unlink(missing_ok=True)  # a disk that filled up leaves no empty temporary behind
 
 
 def clear_outputs(directory: Path) -> None:

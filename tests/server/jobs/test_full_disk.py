@@ -4,6 +4,7 @@ video job, which runs on without keeping frames."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -60,6 +61,33 @@ class TestAResultThatDoesNotFit:
         assert sorted(path.name for path in folder.iterdir()) == ["job-state.json", "job.log"]
         state = json.loads((folder / "job-state.json").read_text())
         assert (state["state"], state["error"]) == ("failed", str(error))
+
+
+class TestADiskFullBeforeTheJobStarts:
+    @pytest.fixture
+    def storage_root(self, full_disk_root: Path) -> Path:
+        return full_disk_root
+
+    def test_says_the_disk_is_full_and_leaves_no_temporary(self, run_job, storage_root, tmp_path):
+        # Found by the independent re-test: the state marker written first ('running') met the full disk outside
+        # the handler's guard, and BlendJob reported the raw "[Errno 28] No space left on device".
+        image = noise(tmp_path / "photo.png", 8)
+        (storage_root / "jobs").mkdir()
+        ballast = storage_root / "ballast"
+        with contextlib.suppress(OSError), ballast.open("wb") as stream:
+            while True:
+                stream.write(b"\0" * 4096)
+                stream.flush()
+
+        with pytest.raises(ResourceExhaustedError) as raised:
+            run_job("remove-background", {"input": str(image)})
+
+        folder = storage_root / "jobs" / "job-1"
+        error = raised.value
+        assert isinstance(error, DiskFullError) and error.folder == folder
+        assert str(error).startswith(f"The disk holding {folder} is full (0 B free) while starting Remove Background; ")
+        assert "Errno" not in str(error)
+        assert [path.name for path in folder.iterdir()] == []  # no empty '.job-state.json.tmp' left behind
 
 
 def test_a_full_frame_cache_disk_does_not_fail_the_video_job(run_job, storage_root: Path, tmp_path: Path):
