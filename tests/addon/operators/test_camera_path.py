@@ -14,7 +14,7 @@ from job_server import chosen, run_job_operator
 from mathutils import Euler, Matrix, Vector
 from recording import draw
 from result_files import write_json, write_png_rgba
-from scenes import photo_pixels, undo_steps
+from scenes import photo_pixels, remove_movie_clips, undo_steps
 
 from imageforge.contract.cameras import FrameCamera, MultiviewCameras
 
@@ -89,8 +89,7 @@ def clip(job_server, tmp_path):
     scene = bpy.context.scene  # an undo in the test replaces the scene's Python object
     scene.active_clip = None
     scene.imageforge_video_path = ""
-    for movie in list(bpy.data.movieclips):
-        bpy.data.movieclips.remove(movie)
+    remove_movie_clips()  # never bpy.data.movieclips.remove alone: the camera's background would keep the freed clip
 
 
 def test_camera_follows_the_extrinsics_with_the_median_lens(job_server, clip, capfd):
