@@ -15,12 +15,15 @@ from tests.server.media.makers import _silence
 def textured_clip(
     path: Path, *, frames: int = 7, size: tuple[int, int] = (32, 24), pixel_aspect: Fraction = Fraction(4, 3)
 ) -> Path:
-    """An H.264 MP4 of noise frames (every pixel differs, so any mix-up shows), 25 fps, AAC silence, anamorphic."""
+    """An H.264 MP4 of noise frames (every pixel differs, so any mix-up shows), 25 fps, AAC silence, anamorphic;
+    a keyframe every 3 frames and B-frames between, so that a chunk after the first seeks (media/video_seek.py)."""
     width, height = size
     rng = np.random.default_rng(26)
     rate = Fraction(25)
     with av.open(str(path), "w") as container:
-        stream = container.add_stream("libx264", rate=rate, options={"crf": "10", "preset": "ultrafast"})
+        stream = container.add_stream(
+            "libx264", rate=rate, options={"crf": "10", "preset": "ultrafast", "g": "3", "bf": "2"}
+        )
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         stream.codec_context.sample_aspect_ratio = pixel_aspect
         audio = container.add_stream("aac", rate=48000)

@@ -40,12 +40,17 @@ def one_sentence(stderr: str) -> str:
     return line
 
 
-def test_video_chunks_assemble_to_the_single_run_video(farm_env, tmp_path):
+def test_video_chunks_assemble_to_the_single_run_video(farm_env, server_storage, tmp_path):
     clip = textured_clip(tmp_path / "clip.mp4", frames=7)
     into = tmp_path / "shared" / "frames"
     for chunk in ("1-3", "4-6", "7-7"):
         done = run(farm_env, "run", "upscale-image", f"input={clip}", "scale=2", "--into", str(into), "--frames", chunk)
         assert done.returncode == 0, done.stderr
+    logs = "".join(path.read_text(encoding="utf-8") for path in Path(server_storage).rglob("job.log"))
+    for keyframe, first in ((4, 4), (7, 7)):  # the later chunks started at their keyframes, not at frame 1
+        assert (
+            f"Seeked 'clip.mp4' to the keyframe at frame {keyframe}: 0 frame(s) decoded before frame {first}." in logs
+        )
     assert sorted(path.name for path in into.glob("*.png")) == [f"frame_{n:04d}.png" for n in range(1, 8)]
     assembled = run(
         farm_env, "farm", "assemble", "upscale-image", f"input={clip}", "scale=2", "--into", str(into),

@@ -63,7 +63,7 @@ def stream_frames(
     timing = _FrameTiming(total)
 
     def frames(write: Callable[[Frame, np.ndarray], None]) -> None:
-        for frame in source.frames(positions):
+        for frame in source.frames(positions, note=context.log):
             index = min(frame.index - positions.start, total - 1)
 
             def report(done: float, detail: str, index: int = index) -> None:

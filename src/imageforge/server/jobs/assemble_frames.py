@@ -74,7 +74,7 @@ def run_assemble_frames(context: JobContext, params: AssembleFramesParams) -> Jo
         trimmed=positions.start > 0,
     )
     with output:
-        for done, slot in enumerate(source.frame_slots(positions)):
+        for done, slot in enumerate(source.frame_slots(positions, note=context.log)):
             progress.within(ENCODING, done / len(numbers), f"Encoding frame {done + 1}/{len(numbers)}")
             try:
                 pixels = _read(folder, slot.number, size)

@@ -23,7 +23,7 @@ from .formats import STILL_EXTENSIONS, VIDEO_EXTENSIONS, empty, unsupported
 from .image import Image, SampleKind
 from .sequences import FrameSequence, find_in_folder, find_pattern, is_pattern
 from .stills import StillInfo, probe_still, read_still
-from .video_read import VideoInfo, iter_video_frames, iter_video_timestamps, probe_video
+from .video_read import Note, VideoInfo, iter_video_frames, iter_video_timestamps, probe_video
 
 _STILL_ONLY = "this tool needs a single still image"
 
@@ -122,9 +122,10 @@ class MediaSource:
             pixel_aspect=str(video.pixel_aspect) if video is not None else "1/1",
         )
 
-    def frame_slots(self, positions: range | None = None) -> Iterator[FrameSlot]:
+    def frame_slots(self, positions: range | None = None, *, note: Note | None = None) -> Iterator[FrameSlot]:
         """The frames' positions, numbers and timestamps as frames() gives them, without decoding pixels
-        (a video is still decoded for its timestamps, in presentation order, but never converted to RGB)."""
+        (a video is still decoded for its timestamps, from where frames() would start, but never converted to
+        RGB)."""
         positions = positions or range(self.frame_count)
         if self.video is None:
             numbers = self.numbers
@@ -132,21 +133,23 @@ class MediaSource:
                 yield FrameSlot(index, numbers[index], None)
             return
         with _readable(self.path):
-            for index, pts in iter_video_timestamps(self.video):
+            for index, pts in iter_video_timestamps(self.video, start=positions.start, note=note):
                 if index >= positions.stop:
                     break
                 if index >= positions.start:
                     yield FrameSlot(index, index + 1, pts)
 
-    def frames(self, positions: range | None = None) -> Iterator[Frame]:
+    def frames(self, positions: range | None = None, *, note: Note | None = None) -> Iterator[Frame]:
         """Decode frame after frame (a still is one frame), only those at `positions` (default: all);
-        holds only the current frame in memory. A video is decoded from its start (no seeking)."""
+        holds only the current frame in memory. A video range that starts later seeks to a keyframe before it
+        when that is proven to give exactly the frames of a decode from the start, and decodes from the start
+        otherwise (media/video_seek.py); `note` is told which, in one sentence, for the job log."""
         positions = positions or range(self.frame_count)
         if self.still is not None:
             yield Frame(0, 1, None, self.read_still())
         elif self.video is not None:
             with _readable(self.path):
-                for index, pts, image in iter_video_frames(self.video, start=positions.start):
+                for index, pts, image in iter_video_frames(self.video, start=positions.start, note=note):
                     if index >= positions.stop:
                         break
                     if index >= positions.start:

@@ -9,9 +9,11 @@ Rotation metadata (phone clips) is not applied: Blender's movie clips show the s
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import chain
 from pathlib import Path
 
 import av
@@ -20,6 +22,7 @@ import numpy as np
 from ...contract.errors import InputError
 from .formats import check_dimensions, corrupt
 from .image import Image, SampleKind, from_integers
+from .video_seek import SeekPlan, plan_seek, read_timeline
 
 _LIBVPX_DECODERS = {"vp8": "libvpx", "vp9": "libvpx-vp9"}
 
@@ -115,54 +118,134 @@ def _count_packets(container: av.container.InputContainer, stream: av.video.stre
     return sum(1 for packet in container.demux(stream) if packet.size)
 
 
-def iter_video_frames(info: VideoInfo, *, start: int = 0) -> Iterator[tuple[int, int | None, Image]]:
+def iter_video_frames(
+    info: VideoInfo, *, start: int = 0, note: Note | None = None
+) -> Iterator[tuple[int, int | None, Image]]:
     """Yield (index, pts in info.time_base, Image) per frame in presentation order, one at a time, from frame
-    `start` (the frames before it are decoded, there is no exact seek, but never converted to RGB: a farm chunk
-    late in a long clip pays the decoder only)."""
+    `start`: index and pts are exactly those of a decode from the first frame. A later start seeks to a
+    keyframe before it when that is proven exact (media/video_seek.py) and decodes from the first frame
+    otherwise; `note` is told which, in one sentence."""
     target = ("rgba" if info.has_alpha else "rgb24") if info.sample_kind is SampleKind.UINT8 else None
     if target is None:
         target = "rgba64le" if info.has_alpha else "rgb48le"
-    index = 0
-    try:
-        with av.open(str(info.path)) as container:
-            stream = container.streams.video[0]
-            stream.thread_type = "AUTO"
-            for frame in _decoded(container, stream, info):
-                if index >= start:
-                    values = frame.to_ndarray(format=target, src_color_range=frame.color_range or None)
-                    yield index, frame.pts, Image(from_integers(np.asarray(values)), info.sample_kind)
-                index += 1
-    except av.FFmpegError as error:
-        raise corrupt(info.path, f"frame {index + 1} cannot be decoded") from error
+    for index, frame in _numbered(info, start, note):
+        values = frame.to_ndarray(format=target, src_color_range=frame.color_range or None)
+        yield index, frame.pts, Image(from_integers(np.asarray(values)), info.sample_kind)
 
 
-def iter_video_timestamps(info: VideoInfo) -> Iterator[tuple[int, int | None]]:
+def iter_video_timestamps(
+    info: VideoInfo, *, start: int = 0, note: Note | None = None
+) -> Iterator[tuple[int, int | None]]:
     """Yield (index, pts) per frame as iter_video_frames does, decoding without converting any pixels
     (assemble-frames times a result exactly as a single run does, from frames made elsewhere)."""
+    for index, frame in _numbered(info, start, note):
+        yield index, frame.pts
+
+
+Note = Callable[[str], None]
+SEEK_VARIABLE = "IMAGEFORGE_VIDEO_SEEK"
+
+
+def seeking_allowed() -> bool:
+    """`IMAGEFORGE_VIDEO_SEEK=0` decodes every range from the first frame (benchmarks side by side; a way back)."""
+    return os.environ.get(SEEK_VARIABLE, "1") != "0"
+
+
+class _NotExact(Exception):
+    """A seek the decoder did not confirm; raised before any frame was handed out."""
+
+
+def _numbered(info: VideoInfo, start: int, note: Note | None) -> Iterator[tuple[int, av.VideoFrame]]:
+    """(index, frame) from frame `start` on: by a proven seek, else by decoding from the first frame."""
+    tell = note or (lambda message: None)
+    if start > 0 and not seeking_allowed():
+        tell(
+            f"Decoding '{info.path.name}' from its first frame to reach frame {start + 1}: "
+            f"seeking is off ({SEEK_VARIABLE}=0)."
+        )
+    elif start > 0:
+        try:
+            plan = plan_seek(read_timeline(info.path, info.codec, info.frame_count, through=start), start)
+        except av.FFmpegError as error:
+            raise corrupt(info.path, "its video packets cannot be read") from error
+        if isinstance(plan, SeekPlan):
+            try:
+                yield from _seeked(info, plan, start, tell)
+                return
+            except _NotExact as refusal:
+                tell(f"Decoding '{info.path.name}' from its first frame to reach frame {start + 1}: {refusal}.")
+        elif plan is not None:
+            tell(f"Decoding '{info.path.name}' from its first frame to reach frame {start + 1}: no exact seek, {plan}.")
     index = 0
     try:
         with av.open(str(info.path)) as container:
             stream = container.streams.video[0]
             stream.thread_type = "AUTO"
-            for frame in _decoded(container, stream, info):
-                yield index, frame.pts
+            for frame in _decoded(container.demux(stream), stream, info):
+                if index >= start:
+                    yield index, frame
                 index += 1
     except av.FFmpegError as error:
         raise corrupt(info.path, f"frame {index + 1} cannot be decoded") from error
 
 
-def _decoded(
-    container: av.container.InputContainer, stream: av.VideoStream, info: VideoInfo
-) -> Iterator[av.VideoFrame]:
+def _seeked(info: VideoInfo, plan: SeekPlan, start: int, tell: Note) -> Iterator[tuple[int, av.VideoFrame]]:
+    """Seek to the plan's keyframe and decode forward; every frame before `start` and `start` itself must be
+    what the plan predicts (else _NotExact, before anything is yielded). Later frames are numbered by their
+    count from the keyframe, as a decode from the start numbers them."""
+    index = -1
+    try:
+        with av.open(str(info.path)) as container:
+            stream = container.streams.video[0]
+            stream.thread_type = "AUTO"
+            container.seek(plan.pts, stream=stream, backward=True, any_frame=False)
+            packets = container.demux(stream)
+            first = next((packet for packet in packets if packet.size), None)
+            if first is None or first.pts not in plan.landings:
+                raise _NotExact("the seek did not land on a keyframe the file's packets prove")
+            index = landed = plan.landings[first.pts]
+            # Frame threading drops the key flag of intra-only codecs (ProRes), whose every frame stands alone.
+            standalone = stream.codec_context.codec.intra_only
+            warned = False
+            for frame in _decoded(chain((first,), packets), stream, info):
+                known = index < len(plan.shown)  # the timeline was read to a little past `start`
+                expected = plan.shown[index] if known else None
+                confirmed = frame.pts == expected and (index != landed or standalone or frame.key_frame)
+                if index <= start and not confirmed:
+                    raise _NotExact(
+                        f"after the seek the decoder gave timestamp {frame.pts} where the file's packets say {expected}"
+                    )
+                if index == start:
+                    tell(
+                        f"Seeked '{info.path.name}' to the keyframe at frame {landed + 1}: "
+                        f"{start - landed} frame(s) decoded before frame {start + 1}."
+                    )
+                if index >= start:
+                    if known and not confirmed and not warned:
+                        warned = True
+                        tell(
+                            f"From frame {index + 1} on, '{info.path.name}' decodes to other timestamps than its "
+                            "packets carry; frames are numbered in the order they decode, as from the start."
+                        )
+                    yield index, frame
+                index += 1
+    except av.FFmpegError as error:
+        if index < start:
+            raise _NotExact(f"the decoder failed after the seek ({error})") from error
+        raise corrupt(info.path, f"frame {index + 1} cannot be decoded") from error
+
+
+def _decoded(packets: Iterable[av.Packet], stream: av.VideoStream, info: VideoInfo) -> Iterator[av.VideoFrame]:
     decoder_name = _LIBVPX_DECODERS.get(info.codec) if info.has_alpha else None
     if decoder_name is None:
-        yield from container.decode(stream)
+        for packet in packets:
+            yield from stream.decode(packet)
         return
     decoder = av.CodecContext.create(decoder_name, "r")
     if not isinstance(decoder, av.VideoCodecContext):  # _LIBVPX_DECODERS names video decoders only
         raise TypeError(f"{decoder_name} is not a video decoder")
     decoder.width, decoder.height = info.width, info.height
-    for packet in container.demux(stream):
+    for packet in packets:
         for frame in decoder.decode(packet):
             if frame.pts is None:
                 frame.pts = packet.pts
