@@ -66,7 +66,9 @@ def test_an_offline_machine_sets_up_from_a_wheelhouse_imports_models_and_runs_a_
             "ip link set lo up" if network_namespace() else "true",
             f"{_quoted(cli)} setup --wheelhouse {_q(WHEELHOUSE)}",
             f"{_quoted(cli)} models import {_q(share)}",
-            f"{_quoted(cli)} run remove-background input={_q(tmp_path / 'still.png')} --output {_q(tmp_path / 'out')}",
+            # the cut-out's colour is the source's only without foreground estimation (on by default since 0028)
+            f"{_quoted(cli)} run remove-background input={_q(tmp_path / 'still.png')} estimate_foreground=false "
+            f"--output {_q(tmp_path / 'out')}",
         ]
     )
     completed = subprocess.run([*network_namespace(), "sh", "-c", steps], env=offline, capture_output=True,
