@@ -69,4 +69,37 @@ def test_a_file_missing_from_the_folder_names_the_folder(share, root, run):
     model = entry("MOGE", {"model.onnx": DATA}, directory="moge")
     with Blackhole() as dead_hub, pytest.raises(ModelUnavailableError) as raised:
         run(root, [model], sources(dead_hub.url, share.as_uri()))
-    assert f"the folder {share / 'moge'}" in str(raised.value)
+    assert str(raised.value).startswith(
+        f"model.onnx is not available from the folder {share / 'moge'} (HTTP 404); from the hub: Cannot reach "
+    )
+
+
+def test_a_folder_mirror_comes_before_the_hub(share, root, run, hub):
+    """The studio's folder is read first: a live hub that has the file is never asked (a render node sets up
+    from the share without a request to the hub), and the health snapshot says where models come from."""
+    model = entry("BEN2", {"onnx/model fp16.onnx": DATA}, directory="ben2")
+    hub.add_hub_file(model.repository, "onnx/model fp16.onnx", DATA)
+    chosen = sources(hub.url, share.as_uri())
+    assert chosen.current is DownloadSource.MIRROR and chosen.snapshot()["source"] == "mirror"
+    assert run(root, [model], chosen) == {"BEN2": {"onnx/model fp16.onnx": "downloaded"}}
+    assert (root / "models/ben2/onnx/model fp16.onnx").read_bytes() == DATA
+    assert hub.requests == []
+
+
+def test_a_file_the_folder_lacks_comes_from_the_hub(share, root, run, hub):
+    model = entry("MOGE", {"model.onnx": DATA}, directory="moge")
+    hub.add_hub_file(model.repository, "model.onnx", DATA)
+    assert run(root, [model], sources(hub.url, share.as_uri())) == {"MOGE": {"model.onnx": "downloaded"}}
+    assert (root / "models/moge/model.onnx").read_bytes() == DATA
+    assert [request.path for request in hub.requests] == [f"{model.repository}/resolve/main/model.onnx"]
+    assert any(line.startswith("mirror refused: model.onnx is not available from the folder") for line in run.log)
+
+
+def test_an_http_mirror_still_comes_after_the_hub(root, run, hub):
+    model = entry("BEN2", {"onnx/model fp16.onnx": DATA}, directory="ben2")
+    hub.add_hub_file(model.repository, "onnx/model fp16.onnx", DATA)
+    hub.add_mirror_file("ben2", "onnx/model fp16.onnx", DATA)
+    chosen = sources(hub.url, hub.mirror)
+    assert chosen.current is DownloadSource.HUB
+    run(root, [model], chosen)
+    assert [request.path for request in hub.requests] == [f"{model.repository}/resolve/main/onnx/model fp16.onnx"]

@@ -1,13 +1,14 @@
 """Make catalog models ready on disk: check every file, fetch what is missing, from the right source.
 
-Per file, sources are tried in `DownloadSources.order()`: the hub, then the mirror. What happens on failure
-depends on its kind (failures.py):
+Per file, sources are tried in `DownloadSources.order()`: the hub, then the mirror (a folder mirror first, then
+the hub). What happens on failure depends on its kind (failures.py):
 - a transfer that broke (the source answered, then the connection dropped or ended early, even inside the
   first chunk) is resumed from the same source with a Range request: up to `RetryPolicy.retries` times in a
   row with exponential backoff (0.5, 1, 2, 4, 8 s), the count starting again whenever the `.part` grew
   (a source silent for the whole idle timeout without sending anything counts as unreachable instead);
 - a hub that cannot be reached switches this server to the mirror for good (when one is configured);
-- a source that refuses one file (404) sends only that file to the next source;
+- a source that refuses one file (404; a folder mirror also for a file it cannot open) sends only that file to
+  the next source;
 - wrong bytes, a full disk and cancellation end the job at once.
 
 Declared files (size + SHA-256) and every mirror download are streamed by fetch.py; hub files without a
@@ -108,7 +109,8 @@ def ensure_models(
 def _fetch(transfers: _Transfers, entry: ModelEntry, item: FileStatus) -> FetchOutcome:
     sources, log = transfers.sources, transfers.log
     failures: list[Exception] = []
-    for source in sources.order():
+    order = sources.order()
+    for source in order:
         try:
             return _fetch_from(transfers, source, entry, item)
         except SourceUnreachable as error:
@@ -130,6 +132,9 @@ def _fetch(transfers: _Transfers, entry: ModelEntry, item: FileStatus) -> FetchO
             failures.append(error)
             sources.note_error(str(error))
             log(f"{source.value} refused: {error}")
+    if len(failures) > 1 and order[0] is DownloadSource.MIRROR:  # the studio's folder, then the hub: say both
+        folder, hub = failures[0], failures[-1]
+        raise ModelUnavailableError(f"{str(folder).rstrip('.')}; from the hub: {hub}") from hub
     raise failures[-1]
 
 

@@ -1,9 +1,12 @@
-"""Where model files come from: the hub first, then the mirror, sticky for the life of the server process.
+"""Where model files come from: the hub first, then the mirror, sticky for the life of the server process; a
+mirror that is a folder first, then the hub.
 
 Users on filtered networks see the hub time out on every file. Paying the connect timeout once and then
 staying on the mirror keeps a multi-file download from costing minutes of timeouts; a fresh server process
-(the next Blender session) tries the hub again, since networks change. The choice is published as the
-BlendJob resource `downloads`, whose `snapshot()` the panel shows.
+(the next Blender session) tries the hub again, since networks change. A folder mirror (a path or file: URL)
+is the studio's own disk or share, and its files are verified by size and SHA-256 like the hub's, so it is
+read first: 50 render nodes set up from it without one request to the hub, and only a file it lacks comes
+from the hub. The choice is published as the BlendJob resource `downloads`, whose `snapshot()` the panel shows.
 
 Settings come from the environment of the server process:
 - `HF_ENDPOINT`: the hub (default https://huggingface.co), `{endpoint}/{repository}/resolve/main/{path}`.
@@ -57,6 +60,11 @@ class DownloadSettings:
     mirror: str | None = None
     timeouts: Timeouts = Timeouts()
 
+    @property
+    def mirror_first(self) -> bool:
+        """A folder mirror (file: URL) is read before the hub; an HTTP mirror only after it."""
+        return bool(self.mirror and self.mirror.startswith("file:"))
+
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> DownloadSettings:
         environ = os.environ if environ is None else environ
@@ -101,7 +109,8 @@ class DownloadSources:
     def __init__(self, settings: DownloadSettings | None = None):
         self.settings = settings or DownloadSettings.from_environment()
         self._lock = threading.Lock()
-        self._current = DownloadSource.HUB
+        self._current = DownloadSource.MIRROR if self.settings.mirror_first else DownloadSource.HUB
+        self._hub_failed = False
         self._switched_at: float | None = None
         self._reason: str | None = None
         self._last_error: str | None = None
@@ -118,9 +127,15 @@ class DownloadSources:
 
     def order(self) -> list[DownloadSource]:
         """Sources to try for one file, best first."""
-        if self.current is DownloadSource.MIRROR:
+        with self._lock:
+            hub_failed = self._hub_failed
+        if not self.settings.mirror:
+            return [DownloadSource.HUB]
+        if hub_failed:
             return [DownloadSource.MIRROR]
-        return [DownloadSource.HUB, DownloadSource.MIRROR] if self.settings.mirror else [DownloadSource.HUB]
+        if self.settings.mirror_first:
+            return [DownloadSource.MIRROR, DownloadSource.HUB]
+        return [DownloadSource.HUB, DownloadSource.MIRROR]
 
     def url(self, source: DownloadSource, entry: ModelEntry, model_file: ModelFile) -> str:
         if source is DownloadSource.HUB:
@@ -133,8 +148,9 @@ class DownloadSources:
         """Record that the hub failed; switch to the mirror for good when there is one. True if switched."""
         with self._lock:
             self._last_error = reason
-            if self.settings.mirror is None or self._current is DownloadSource.MIRROR:
+            if self.settings.mirror is None or self._hub_failed:
                 return False
+            self._hub_failed = True
             self._current = DownloadSource.MIRROR
             self._switched_at = time.time()
             self._reason = reason
