@@ -8,6 +8,11 @@ depth maps of the shared frames when they are given: Depth Anything 3's depth an
 per run, and the median ratio over every pixel of every shared frame is far steadier than the few centimetres
 the shared cameras move between them (on bench/window_drift.py's noise: 3.5 % → see docs/benchmarks.md);
 without depth, from the camera centres' spread by least squares. t then from the centres' means.
+
+A frame that several windows contain gets the average of their (aligned) cameras, `PoseAverage`: the rotation
+nearest the sum of rotation matrices (the chordal mean) and the mean centre. The next window is aligned to those
+averages, so each link of the chain rests on every window that saw the shared frames, not on one: with windows
+sharing four fifths of their frames the drift at the end of a long clip roughly halves (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -74,3 +79,26 @@ def align_windows(
         scale = 1.0
     translation = centres_a.mean(axis=0) - scale * rotated_b.mean(axis=0)
     return Similarity(scale=scale, rotation=rotation, translation=translation)
+
+
+class PoseAverage:
+    """Per frame, the running chordal mean of the world-to-camera rotations and the mean centre it was given."""
+
+    def __init__(self, count: int) -> None:
+        self._rotations = np.zeros((count, 3, 3))
+        self._centres = np.zeros((count, 3))
+        self.seen = np.zeros(count, np.int64)
+
+    def add(self, index: int, extrinsics: np.ndarray) -> None:
+        self._rotations[index] += extrinsics[:, :3]
+        self._centres[index] += camera_centres(extrinsics)
+        self.seen[index] += 1
+
+    def extrinsics(self, indices: list[int]) -> np.ndarray:
+        """The averaged world-to-camera [R|t] (len(indices)×3×4) of frames given at least once."""
+        if not indices or (self.seen[indices] < 1).any():
+            raise ValueError("Only frames some window has placed have an average camera")
+        rotations = np.stack([nearest_rotation(self._rotations[index]) for index in indices])
+        centres = self._centres[indices] / self.seen[indices, None]
+        translations = -np.einsum("nij,nj->ni", rotations, centres)
+        return np.concatenate([rotations, translations[..., None]], axis=-1)

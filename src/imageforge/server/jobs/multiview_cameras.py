@@ -5,10 +5,11 @@ heads × (N × (S/14)²)² × 4 bytes (geometry/attention.py). That is estimated
 `memory_budget_gib` the job refuses with a message that says how many frames would fit, or, with `windowed`,
 splits the sequence into overlapping windows of as many frames as fit.
 
-Windows. Each window has its own world and scale. Window k+1 shares half its frames with window k; the
-similarity that maps the shared cameras of k+1 onto those of k (geometry/alignment.py: rotation from the
-shared cameras, scale from the shared frames' depth maps) is applied to all of k+1's cameras and its depth is
-scaled by the same factor, so the whole sequence ends up in the first window's world: one consistent path
+Windows. Each window has its own world and scale. Window k+1 shares four fifths of its frames with window k; the
+similarity that maps the shared cameras of k+1 onto their averages so far (geometry/alignment.py: rotation from
+the shared cameras, scale from the shared frames' depth maps) is applied to all of k+1's cameras and its depth
+is scaled by the same factor, so the whole sequence ends up in the first window's world: one consistent path.
+A frame's camera is the average over every window that contains it; its depth comes from the first
 (drift measured in docs/benchmarks.md, bench/window_drift.py).
 
 Results (docs/jobs.md):
@@ -37,7 +38,7 @@ from ...contract.cameras import FrameCamera, MultiviewCameras
 from ...contract.jobs import GENERATE_MULTIVIEW_CAMERAS, MultiviewParams, SceneExport
 from ...contract.results import ResultName
 from .. import provenance
-from ..geometry.alignment import align_windows
+from ..geometry.alignment import PoseAverage, align_windows
 from ..geometry.attention import GIB, AttentionEstimate
 from ..geometry.point_cloud import PointOptions
 from ..job_context import JobContext, JobResults
@@ -52,6 +53,10 @@ from ..models.display import display_pixels, over_black
 # two shared frames to align through and at least one new frame per window; also DA3's reference-view threshold,
 # so every window runs as DA3's own code would run it, whichever export
 MIN_WINDOW = 3
+# the share of a window's frames the next window repeats: every frame is then seen by about five windows and its
+# camera is their average, which halves the drift at the default budget against sharing half (docs/benchmarks.md,
+# bench/window_drift.py), for 2.5 times the model runs of half
+WINDOW_OVERLAP = 0.8
 POINTS_FILE = "points.ply"
 COLMAP_FILE = "colmap.zip"
 CONVENTION = (
@@ -153,8 +158,11 @@ def selected_count(source: MediaSource, step: int, max_frames: int) -> int:
     return count
 
 
-def plan_windows(adapter: DepthAnything3Adapter, count: int, budget_gib: float, windowed: bool) -> list[range]:
-    """One window of every frame when its attention fits the budget, else overlapping windows (or a refusal)."""
+def plan_windows(
+    adapter: DepthAnything3Adapter, count: int, budget_gib: float, windowed: bool, *, overlap: float = WINDOW_OVERLAP
+) -> list[range]:
+    """One window of every frame when its attention fits the budget, else windows that repeat `overlap` of the
+    previous one's frames (at least two, at most all but one), or a refusal."""
     estimate = adapter.attention(count)
     if estimate.bytes <= budget_gib * GIB:
         return [range(count)]
@@ -167,11 +175,11 @@ def plan_windows(adapter: DepthAnything3Adapter, count: int, budget_gib: float, 
             f"Windowed processing needs {MIN_WINDOW} frames per window, which at {adapter.size} px takes about "
             f"{needed:.2f} GiB of attention memory: raise the memory budget to at least that."
         )
-    overlap = min(size - 1, max(2, size // 2))
+    shared = min(size - 1, max(2, round(size * overlap)))
     windows, start = [], 0
     while start + size < count:
         windows.append(range(start, start + size))
-        start += size - overlap
+        start += size - shared
     windows.append(range(count - size, count))  # the last window ends on the last frame, sharing more if need be
     assert all(len(window) == size >= MIN_WINDOW for window in windows)
     return windows
@@ -213,11 +221,9 @@ def solve_windows(
     Returns world-to-camera extrinsics (frames × 3 × 4) in the first window's world, and source-pixel intrinsics.
     """
     count = len(views.numbers)
-    extrinsics = np.zeros((count, 3, 4))
+    cameras = PoseAverage(count)
     intrinsics: list[dict[str, float]] = [{}] * count
-    done = np.zeros(count, bool)
-    previous: ViewsResult | None = None
-    previous_window: range | None = None
+    earlier: list[tuple[range, ViewsResult, float]] = []  # the windows that still share frames, each with its scale
     scale = 1.0
     for number, window in enumerate(windows):
         progress.within(ESTIMATING, number / len(windows), f"Running model: window {number + 1}/{len(windows)}")
@@ -225,32 +231,35 @@ def solve_windows(
         result = adapter.infer(batch, last_run=number == len(windows) - 1)
         poses = result.extrinsics
         assert poses is not None and result.intrinsics is not None
-        if previous is not None and previous_window is not None:
+        earlier = [entry for entry in earlier if entry[0].stop > window.start]
+        if earlier:
             progress.within(ESTIMATING, (number + 0.5) / len(windows), "Aligning windows")
-            shared = [index for index in window if index in previous_window]
-            mine = [window.index(index) for index in shared]
+            shared = [index for index in window if cameras.seen[index]]
+            pairs = [(i, before) for i in shared for before in earlier if i in before[0]]  # every earlier sight
             similarity = align_windows(
-                extrinsics[shared],
-                poses[mine],
-                reference_depth=np.stack([_picture(views, i, previous.depth[previous_window.index(i)]) for i in shared])
-                * scale,
-                moving_depth=np.stack([_picture(views, i, result.depth[window.index(i)]) for i in shared]),
+                cameras.extrinsics(shared),
+                poses[[window.index(index) for index in shared]],
+                reference_depth=np.stack(
+                    [
+                        _picture(views, i, run.depth[seen_in.index(i)]) * run_scale
+                        for i, (seen_in, run, run_scale) in pairs
+                    ]
+                ),
+                moving_depth=np.stack([_picture(views, i, result.depth[window.index(i)]) for i, _ in pairs]),
             )
             poses = similarity.apply_to_extrinsics(poses)
             scale = similarity.scale
         for position, index in enumerate(window):
-            if done[index]:
-                continue
-            placement = views.placements[index]
-            extrinsics[index] = poses[position]
-            intrinsics[index] = placement.intrinsics_to_source(result.intrinsics[position])
-            depth[index] = placement.crop_to_source(result.depth[position]) * scale
-            confidence[index] = (
-                placement.crop_to_source(result.confidence[position]) if result.confidence is not None else 1.0
-            )
-            done[index] = True
-        previous, previous_window = result, window
-    return extrinsics, intrinsics
+            if not cameras.seen[index]:  # depth and intrinsics from the first window that saw the frame
+                placement = views.placements[index]
+                intrinsics[index] = placement.intrinsics_to_source(result.intrinsics[position])
+                depth[index] = placement.crop_to_source(result.depth[position]) * scale
+                confidence[index] = (
+                    placement.crop_to_source(result.confidence[position]) if result.confidence is not None else 1.0
+                )
+            cameras.add(index, poses[position])
+        earlier.append((window, result, scale))
+    return cameras.extrinsics(list(range(count))), intrinsics
 
 
 def _picture(views: Views, index: int, plane: np.ndarray) -> np.ndarray:
