@@ -25,9 +25,9 @@ def test_each_platform_gets_its_onnxruntime():
     platforms = server_environment()["platform_packages"]
     runtimes = {name: [pin for pin in pins if pin.startswith("onnxruntime")] for name, pins in platforms.items()}
     assert runtimes == {
-        "windows": ["onnxruntime-directml==1.23.0"],
-        "macos": ["onnxruntime==1.23.2"],
-        "linux": ["onnxruntime-gpu==1.23.2"],
+        "windows": ["onnxruntime-directml==1.24.4"],
+        "macos": ["onnxruntime==1.32.0"],
+        "linux": ["onnxruntime-gpu==1.31.1"],
     }
 
 
