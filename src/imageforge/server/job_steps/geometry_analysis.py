@@ -29,7 +29,8 @@ def geometry_rgb(pixels: np.ndarray, max_input_size: int) -> np.ndarray:
     analysed = fit_long_edge_size((width, height), max_input_size)
     if analysed == (width, height):
         return over_black(pixels)
-    return np.clip(over_black_at(pixels, analysed), 0.0, 1.0)
+    scaled: np.ndarray = np.clip(over_black_at(pixels, analysed), 0.0, 1.0)
+    return scaled
 
 
 def analyse(

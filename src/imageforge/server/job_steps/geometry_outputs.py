@@ -33,7 +33,8 @@ def alpha_of(image: Image) -> np.ndarray | None:
     """The source's straight alpha (H, W) in [0, 1], or None for an opaque image."""
     if not image.has_alpha:
         return None
-    return np.clip(image.straight().pixels[..., 3], 0.0, 1.0)
+    alpha: np.ndarray = np.clip(image.straight().pixels[..., 3], 0.0, 1.0)
+    return alpha
 
 
 def write_geometry(

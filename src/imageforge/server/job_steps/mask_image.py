@@ -39,7 +39,8 @@ def open_mask(path: str, size: tuple[int, int], *, resampled: bool = True) -> Me
 
 def read_mask(mask: MediaSource, size: tuple[int, int]) -> np.ndarray:
     """The weight (H, W) in [0, 1] at `size`: the mask's alpha if it has transparency, else its grey."""
-    pixels = np.clip(display_pixels(mask.read_still()), 0.0, 1.0)
+    pixels: np.ndarray = np.clip(display_pixels(mask.read_still()), 0.0, 1.0)
+    weight: np.ndarray
     if pixels.shape[2] == 4 and float(pixels[..., 3].min()) < 1.0:
         weight = pixels[..., 3]
     elif np.array_equal(pixels[..., 0], pixels[..., 1]) and np.array_equal(pixels[..., 1], pixels[..., 2]):

@@ -91,7 +91,8 @@ def analysed_pixels(adapter: BackgroundAdapter, pixels: np.ndarray, max_input_si
     if max_input_size < max(adapter.input_size):
         limited = fit_long_edge_size((width, height), max_input_size)
         if limited != (width, height):
-            return np.clip(over_black_at(pixels, limited), 0.0, 1.0)
+            scaled: np.ndarray = np.clip(over_black_at(pixels, limited), 0.0, 1.0)
+            return scaled
     return pixels
 
 

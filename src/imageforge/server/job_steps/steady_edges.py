@@ -56,7 +56,8 @@ class SteadyEdges:
 
 
 def _luma(pixels: np.ndarray) -> np.ndarray:
-    return np.clip(pixels[..., :3], 0.0, 1.0) @ LUMA
+    luma: np.ndarray = np.clip(pixels[..., :3], 0.0, 1.0) @ LUMA
+    return luma
 
 
 def _box3(values: np.ndarray) -> np.ndarray:

@@ -106,8 +106,7 @@ def run_generate_multiview_cameras(context: JobContext, params: MultiviewParams)
     with tempfile.TemporaryDirectory(dir=directory, prefix=".depth-") as scratch:
         members = {name: Path(scratch) / f"{name}.npy" for name in ("depth", "confidence", "frames")}
         depth, confidence = (
-            # numpy's stub leaves open_memmap unannotated
-            np.lib.format.open_memmap(members[name], mode="w+", dtype=np.float32, shape=(frames, height, width))  # type: ignore[no-untyped-call]
+            np.lib.format.open_memmap(members[name], mode="w+", dtype=np.float32, shape=(frames, height, width))
             for name in ("depth", "confidence")
         )
         extrinsics, intrinsics = solve_windows(progress, adapter, views, windows, depth, confidence)

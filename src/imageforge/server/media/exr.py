@@ -81,9 +81,12 @@ def read_exr(path: Path, layout: ExrLayout | None = None) -> Image:
     """Decode the colour layer as float32 RGB(A), premultiplied, at the display-window size."""
     layout = layout or probe_exr(path)
     try:
-        part = OpenEXR.File(str(path), separate_channels=True).parts[layout.part]
+        parts = OpenEXR.File(str(path), separate_channels=True).parts
     except RuntimeError as error:
         raise corrupt(path, "its pixel data is truncated or corrupt") from error
+    if len(parts) <= layout.part:  # OpenEXR 3.5 warns and returns no parts where 3.4 raised
+        raise corrupt(path, "its pixel data is truncated or corrupt")
+    part = parts[layout.part]
     planes = [np.asarray(part.channels[layout.prefix + name].pixels, dtype=np.float32) for name in layout.channels]
     if len(planes) in (1, 2):  # Y or YA: grey to RGB
         planes = [planes[0]] * 3 + planes[1:]

@@ -113,7 +113,8 @@ def to_integers(pixels: np.ndarray, bits: int) -> np.ndarray:
         raise ValueError(f"bits must be 8 or 16, not {bits}")
     scale = 255.0 if bits == 8 else 65535.0
     dtype = np.uint8 if bits == 8 else np.uint16
-    return (np.clip(pixels, 0.0, 1.0) * scale + 0.5).astype(dtype)
+    quantised: np.ndarray = (np.clip(pixels, 0.0, 1.0) * scale + 0.5).astype(dtype)
+    return quantised
 
 
 def from_integers(values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

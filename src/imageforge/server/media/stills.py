@@ -22,6 +22,7 @@ import av
 import numpy as np
 from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
+from PIL.TiffImagePlugin import TiffImageFile
 
 from ...contract.errors import InputError, ResourceExhaustedError
 from .exr import ExrLayout, probe_exr, read_exr
@@ -88,7 +89,7 @@ def _probe_with_pillow(path: Path, png: tuple[int, int, int, int] | None) -> Sti
                 fmt, mode, size = image.format or "image", image.mode, image.size
                 animated = fmt in _ANIMATABLE and bool(getattr(image, "is_animated", False))
                 has_alpha = mode in _ALPHA_MODES or "transparency" in image.info
-                bits = tuple(image.tag_v2.get(258, (8,))) if fmt == "TIFF" else ()
+                bits = tuple(image.tag_v2.get(258, (8,))) if isinstance(image, TiffImageFile) else ()
     except PILImage.DecompressionBombError as error:
         raise ResourceExhaustedError(
             f"'{path.name}' is larger than the {MAX_PIXELS // 1_000_000} megapixel limit (16384 × 16384); "

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import av
 import numpy as np
+from av.rational import AVRational
 
 from ...contract.errors import InputError
 from .formats import check_dimensions, corrupt
@@ -54,6 +55,11 @@ class VideoInfo:
         return self.audio_streams > 0
 
 
+def exact(value: AVRational | Fraction | int) -> Fraction:
+    """PyAV's rational (its rates and time bases in PyAV 19; not a Fraction) as a Fraction."""
+    return Fraction(value.numerator, value.denominator)
+
+
 def probe_video(path: Path) -> VideoInfo:
     """Read a video's stream parameters and exact frame count; errors are one sentence naming the file."""
     try:
@@ -85,8 +91,8 @@ def probe_video(path: Path) -> VideoInfo:
                 pix_fmt=pix_fmt,
                 width=context.width,
                 height=context.height,
-                frame_rate=Fraction(rate),
-                time_base=Fraction(time_base),
+                frame_rate=exact(rate),
+                time_base=exact(time_base),
                 frame_count=frames,
                 duration=duration,
                 has_alpha=alpha,
@@ -96,7 +102,7 @@ def probe_video(path: Path) -> VideoInfo:
                 color_range=int(context.color_range or 0),
                 color_primaries=int(context.color_primaries or 0),
                 color_trc=int(context.color_trc or 0),
-                pixel_aspect=Fraction(stream.sample_aspect_ratio or context.sample_aspect_ratio or 1),
+                pixel_aspect=exact(stream.sample_aspect_ratio or context.sample_aspect_ratio or 1),
             )
     except av.EOFError as error:  # the file ends before the first frame
         raise _no_frames(path) from error
@@ -235,7 +241,9 @@ def _seeked(info: VideoInfo, plan: SeekPlan, start: int, tell: Note) -> Iterator
         raise corrupt(info.path, f"frame {index + 1} cannot be decoded") from error
 
 
-def _decoded(packets: Iterable[av.Packet], stream: av.VideoStream, info: VideoInfo) -> Iterator[av.VideoFrame]:
+def _decoded(
+    packets: Iterable[av.Packet[av.VideoStream]], stream: av.VideoStream, info: VideoInfo
+) -> Iterator[av.VideoFrame]:
     decoder_name = _LIBVPX_DECODERS.get(info.codec) if info.has_alpha else None
     if decoder_name is None:
         for packet in packets:

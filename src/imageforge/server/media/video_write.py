@@ -14,6 +14,7 @@ from contextlib import ExitStack
 from fractions import Fraction
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import av
 import numpy as np
@@ -45,7 +46,7 @@ class AudioCopier:
             self._input.close()
             raise
         self._output = output
-        self._pending: av.Packet | None = None
+        self._pending: av.Packet[Any] | None = None  # the source's audio packets
 
     def copy_until(self, seconds: float | None) -> None:
         """Mux audio packets that start at or before `seconds` (None: all that remain)."""

@@ -20,7 +20,8 @@ EIGHT_BIT_BAND_PIXELS = 1 << 22  # source pixels quantised at a time (16 MiB of 
 def srgb_encode(linear: np.ndarray) -> np.ndarray:
     """Scene-linear values to sRGB-encoded [0, 1] (clipped), float32."""
     x = np.clip(linear, 0.0, 1.0).astype(np.float32, copy=False)
-    return np.where(x <= 0.0031308, x * 12.92, 1.055 * np.power(x, 1.0 / 2.4) - 0.055).astype(np.float32)
+    encoded: np.ndarray = np.where(x <= 0.0031308, x * 12.92, 1.055 * np.power(x, 1.0 / 2.4) - 0.055)
+    return encoded.astype(np.float32)
 
 
 def display_pixels(image: Image) -> np.ndarray:

@@ -51,7 +51,9 @@ class LamaAdapter(Adapter):
         if self.fixed_size is not None and self.fixed_size != (width, height):
             scaled = np.clip(resize(rgb, self.fixed_size), 0.0, 1.0)
             scaled_hole = resize(hole.astype(np.float32), self.fixed_size) > 0.0
-            return np.clip(resize(self.inpaint(scaled, scaled_hole, last_run=last_run), (width, height)), 0.0, 1.0)
+            inpainted = self.inpaint(scaled, scaled_hole, last_run=last_run)
+            filled: np.ndarray = np.clip(resize(inpainted, (width, height)), 0.0, 1.0)
+            return filled
         padded_height, padded_width = padded_size(height, MULTIPLE), padded_size(width, MULTIPLE)
         pad = ((0, padded_height - height), (0, padded_width - width))
         colour = np.pad(rgb[..., :3], (*pad, (0, 0)), mode="symmetric")
