@@ -7,18 +7,18 @@ tests/addon/test_registration.py (disabling the add-on removes both timers).
 
 from __future__ import annotations
 
+import ast
 import inspect
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
+import blendjob as blendjob_package
 from blendjob import JobResult, JobRuntime
 from blendjob.controller import ServerController
-from blendjob.maintenance import SetupController
+from blendjob.maintenance import MaintenanceController, SetupController
 from blendjob.operator import JobOperatorBase, JobOperatorState
 
 from imageforge.client import blendjob_compat
+from imageforge.client.authenticated import AuthenticatedJobClient
 from imageforge.client.job_runner import make_runtime
 
 
@@ -70,90 +70,48 @@ def _parameters(function) -> list[str]:
     return list(inspect.signature(function).parameters)
 
 
-# -- ServerControllerHooks (client/controller.py) --------------------------------------------------------------
+# -- the controller BlendJob's runtime calls (client/controller.py) -----------------------------------------
 
 
-def test_blendjob_reaches_the_controller_hooks_by_these_private_names():
-    assert "_recover_connection" in _calls(ServerController.start) & _calls(ServerController.stop)
-    assert "_close_finished_process" in _calls(ServerController.ensure) & _calls(ServerController.poll)
-    assert "_close_process" in _calls(ServerController._close_finished_process)
-    assert _parameters(ServerController._recover_connection) == ["self"]
-    assert _parameters(ServerController._close_finished_process) == ["self"]
-    assert _parameters(ServerController._close_process) == ["self", "terminate"]
-    assert _parameters(ServerController._available_port) == ["self"]
+def _attributes_asked_of(holder: str, *modules: str) -> set[str]:
+    """Every `<something>.<holder>.<name>` that these BlendJob modules read or call."""
+    root = Path(inspect.getfile(blendjob_package)).parent
+    names: set[str] = set()
+    for module in modules:
+        for node in ast.walk(ast.parse((root / module).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == holder:
+                names.add(node.attr)
+    return names
 
 
-class RecordingController(blendjob_compat.ServerControllerHooks):
-    def __init__(self, root: Path) -> None:
-        super().__init__(lambda port, instance_id: [], cwd_factory=lambda: root, log_path_factory=lambda: root / "log")
-        self.calls: list[str] = []
-
-    def recover_connection(self):
-        self.calls.append("recover_connection")
-        return super().recover_connection()
-
-    def close_finished_process(self) -> None:
-        self.calls.append("close_finished_process")
-        super().close_finished_process()
+def test_blendjob_asks_of_its_server_controller_only_what_controller_calls_names():
+    asked = _attributes_asked_of("server", "runtime.py", "maintenance.py")
+    asked |= _attributes_asked_of("controller", "operator.py", "runtime.py") - {"cancellable"}  # maintenance only
+    assert asked == blendjob_compat.CONTROLLER_CALLS, "BlendJob calls its controller differently: revisit client/"
+    assert isinstance(inspect.getattr_static(MaintenanceController, "cancellable"), property)
+    assert _attributes_asked_of("client", "runtime.py") == blendjob_compat.CONNECTION_CLIENT_CALLS
 
 
-def test_blendjobs_own_calls_reach_the_public_controller_hooks(tmp_path: Path):
-    controller = RecordingController(tmp_path)
-    controller.stop(timeout=0.1)  # no server of this folder: BlendJob's stop recovers nothing
-    assert controller.calls == ["recover_connection"] and controller.connection is None
-    controller.calls.clear()
-    assert controller.poll() == 2.0  # not running, no auto start: BlendJob's poll closes a finished process
-    assert controller.calls == ["close_finished_process"]
-    assert controller.snapshot["state"] == "STOPPED"
-
-
-def test_a_finished_process_is_forgotten_and_a_running_one_kept(tmp_path: Path):
-    controller = RecordingController(tmp_path)
-    controller.process = subprocess.Popen([sys.executable, "-c", "pass"])
-    controller.process.wait()
-    controller.connection = object()
-    controller.close_finished_process()
-    assert (controller.process, controller.connection) == (None, None)
-    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    try:
-        controller.process, controller.connection = running, object()
-        controller.close_finished_process()
-        assert controller.process is running and controller.connection is not None
-        controller.log_file = (tmp_path / "server.log").open("a", encoding="utf-8")
-        log_file = controller.log_file
-        controller.close_process(terminate=True)  # ends it, forgets it, closes its log
-        assert running.poll() is not None and controller.process is None
-        assert controller.log_file is None and log_file.closed
-    finally:
-        running.kill()
-        running.wait()
-
-
-def test_the_available_port_is_a_free_loopback_port(tmp_path: Path):
-    port = RecordingController(tmp_path).available_port()
-    assert isinstance(port, int) and 1024 <= port <= 65535
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", port))  # free: binding it works
-
-
-# -- JobRuntimeHooks (the server command) ----------------------------------------------------------------------
-
-
-def test_blendjob_builds_its_controllers_from_the_server_command_hook(tmp_path: Path):
-    assert "_server_command" in _calls(JobRuntime.__init__)
-    assert _parameters(JobRuntime._server_command) == ["self", "port", "instance_id", "root"]
+def test_the_client_controller_answers_every_call_blendjob_makes(tmp_path: Path):
     runtime = make_runtime(tmp_path)
-    assert isinstance(runtime, blendjob_compat.JobRuntimeHooks)
-    assert runtime._server_command(1234, "a" * 32) == runtime.server_command(1234, "a" * 32)
-    command = runtime.server.command_factory(1234, "a" * 32)  # ImageForge's launcher, through the public name
-    assert command[2].endswith("launcher.py") and "--instance-id" in command
+    assert not isinstance(runtime.server, ServerController)  # ImageForge's own, not a subclass of BlendJob's
+    for name in blendjob_compat.CONTROLLER_CALLS:
+        assert hasattr(runtime.server, name), name
+    for name in blendjob_compat.CONNECTION_CLIENT_CALLS:
+        assert callable(getattr(AuthenticatedJobClient, name, None)), name
+    assert isinstance(runtime.server_controller(tmp_path), type(runtime.server))  # setup's and migration's too
+    command = runtime.server_command(1234, "a" * 32)  # ImageForge's launcher, not BlendJob's runner
+    assert command[2].endswith("launcher.py") and "--instance-id" in command and "--entrypoint" not in command
 
 
-def test_the_default_server_command_is_blendjobs_runner(tmp_path: Path):
-    runtime = make_runtime(tmp_path)
-    command = blendjob_compat.JobRuntimeHooks.server_command(runtime, 1234, "a" * 32, root=tmp_path)
-    assert command == JobRuntime._server_command(runtime, 1234, "a" * 32, root=tmp_path)
-    assert "--port" in command and command[command.index("--port") + 1] == "1234"
+def test_no_class_of_the_client_derives_from_blendjobs_controller_or_client():
+    import imageforge.client as client_package
+
+    for path in Path(client_package.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                bases = {ast.unparse(base).split(".")[-1] for base in node.bases}
+                assert not bases & {"ServerController", "JobClient"}, f"{path.name}: {node.name} derives from {bases}"
 
 
 # -- JobOperatorHooks (every job operator; the batch operator overrides them) ----------------------------------

@@ -15,8 +15,8 @@ import time
 import pytest
 
 from imageforge.client import retirement
-from imageforge.client.controller import stop_confirmation
 from imageforge.client.job_runner import make_runtime, run_job
+from imageforge.client.server_lease import stop_confirmation
 from imageforge.contract.health import ClientLease
 from imageforge.contract.results import ResultName
 from imageforge.contract.server_clients import LINGER_VARIABLE, ClientKind

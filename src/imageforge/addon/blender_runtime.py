@@ -17,12 +17,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from blendjob import JobRuntime
 from blendjob.environment import uv_path
 
-from ..client.blendjob_compat import pin_timer_callbacks, run_before_install
+from ..client.blendjob_compat import pin_timer_callbacks
 from ..client.environment import PACKAGE_ROOT
 from ..client.job_runner import make_runtime
+from ..client.runtime import ImageForgeRuntime
 from ..client.setup_process import SetupChoices, install_command
 from . import EXTENSION_PACKAGE
 
@@ -30,10 +30,10 @@ BUNDLED_TOOLS = PACKAGE_ROOT / "tools"  # the platform build puts uv[.exe] here 
 DOWNLOADS_MODULE = f"{EXTENSION_PACKAGE}.client.model_setup"
 DOWNLOAD_FUNCTION = "download_required_models"
 
-_runtime: JobRuntime | None = None
+_runtime: ImageForgeRuntime | None = None
 
 
-def get_runtime() -> JobRuntime:
+def get_runtime() -> ImageForgeRuntime:
     if _runtime is None:
         raise RuntimeError("ImageForge is not registered")
     return _runtime
@@ -77,22 +77,6 @@ def seed_bundled_uv(target: Path, tools: Path | None = None) -> Path | None:
     return destination
 
 
-def _setup_controller_with_bundled_uv(runtime: JobRuntime) -> Callable[..., Any]:
-    create = runtime.setup_controller
-
-    def setup_controller(target: Path | None = None, **options: Any) -> Any:
-        controller = create(target, **options)
-
-        # Only when installing: a cancelled setup must not leave an unrecognised folder behind.
-        def seed() -> None:
-            seed_bundled_uv(controller.target)
-
-        run_before_install(controller, seed)
-        return controller
-
-    return setup_controller
-
-
 def register(
     storage_root: Callable[..., Path],
     linger: Callable[[], float],
@@ -103,12 +87,16 @@ def register(
     read the server's devices from here (server_snapshot()). Set Up Server runs ImageForge's installer
     (client/setup_process.py: ordered package indexes, pinned hashes, wheelhouse) instead of BlendJob's."""
     global _runtime
-    _runtime = make_runtime(storage_root, post_setup=download_default_models_after_setup, linger=linger)
+    _runtime = make_runtime(
+        storage_root,
+        post_setup=download_default_models_after_setup,
+        linger=linger,
+        installer=functools.partial(install_command, choices=setup_choices),
+        before_install=seed_bundled_uv,
+    )
     # BlendJob compares timer callbacks by identity, but each attribute access builds a new bound method:
     # pin them once so unregister() really removes the timers (else they leak and bpy 4.5 hangs at exit).
     pin_timer_callbacks(_runtime)
-    _runtime.setup_controller = _setup_controller_with_bundled_uv(_runtime)
-    _runtime.install_command = functools.partial(install_command, choices=setup_choices)
     _runtime.register()
 
 

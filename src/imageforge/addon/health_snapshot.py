@@ -1,11 +1,11 @@
 """Read the job server's health snapshot: BlendJob's fields defensively, ImageForge's resources typed.
 
-BlendJob's poll timer keeps `runtime.server.snapshot` current: `{"state": ..., "message": ...}` plus, while a
-server answers, `active_job` and `resources` (each resource's `snapshot()`). BlendJob's own fields are read
-defensively. ImageForge's resources are contract/health.py's dataclasses: "models" is `ModelsHealth`
-(ModelManager), "downloads" `DownloadsHealth` (DownloadSources); each is read with `from_json`, and one that
-does not read (a server of another version, a resource not reported yet) is "not reported" as a whole, never
-an exception inside a panel's draw().
+BlendJob's poll timer keeps `runtime.server.snapshot` current (the client's controller writes it): `{"state":
+ServerState, "message": ...}` plus, while a server answers, the server's health: `active_job` and `resources` (each
+resource's `snapshot()`). BlendJob's own fields are read defensively. ImageForge's resources are
+contract/health.py's dataclasses: "models" is `ModelsHealth` (ModelManager), "downloads" `DownloadsHealth`
+(DownloadSources); each is read with `from_json`, and one that does not read (a server of another version, a
+resource not reported yet) is "not reported" as a whole, never an exception inside a panel's draw().
 
 No bpy here: panels, preferences and tests share these plain functions.
 """
@@ -14,22 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from ..contract import Device, InputError
 from ..contract.health import DownloadsHealth, DownloadSource, LoadedModel, ModelsHealth
-
-
-class ServerState(StrEnum):
-    """The states BlendJob's ServerController reports, plus UNKNOWN for anything else."""
-
-    UNAVAILABLE = "UNAVAILABLE"  # the environment is not installed in the storage root
-    STOPPED = "STOPPED"
-    STARTING = "STARTING"
-    READY = "READY"
-    BUSY = "BUSY"
-    ERROR = "ERROR"
+from ..contract.server_state import ServerState
 
 
 @dataclass(frozen=True)
@@ -42,6 +31,7 @@ class ActiveJobProgress:
 
 
 def server_state(snapshot: Mapping[str, Any] | None) -> ServerState:
+    """The snapshot's state (contract/server_state.py, what the client writes); ERROR for one it does not know."""
     raw = _mapping(snapshot).get("state")
     try:
         return ServerState(str(raw).upper())

@@ -385,12 +385,13 @@ def job_files(args: argparse.Namespace) -> int:
         return plan_retention(scan_job_folders(root), policy, protected_paths=[Path(p) for p in args.protect])
 
     runtime = make_runtime(root)
-    if runtime.server.attach_running() is not None:
+    connection = runtime.server.attach_running()
+    if connection is not None:
         try:
             planned = plan()
             deletion = Deletion(())
             if not args.dry_run and planned.delete:
-                cleared = runtime.server.connection.client.clear_job_files([f.job_id for f in planned.delete])
+                cleared = connection.client.clear_job_files([f.job_id for f in planned.delete])
                 deletion = server_deletion(planned, cleared)
         finally:
             runtime.server.detach()

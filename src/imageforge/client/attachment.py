@@ -22,6 +22,7 @@ from ..contract.server_clients import (
     heartbeat_path,
 )
 from .authenticated import AuthenticatedJobClient
+from .server_errors import JobServerError
 
 REQUEST_SECONDS = 2.0
 
@@ -47,7 +48,7 @@ class Attachment:
             "POST", CLIENTS_PATH, {"pid": os.getpid(), "kind": self.kind.value}, timeout=REQUEST_SECONDS
         )
         if not isinstance(answer, dict) or not isinstance(answer.get("client_id"), str):
-            raise RuntimeError("The job server did not accept this client; restart it.")
+            raise JobServerError("The job server did not accept this client; restart it.")
         self.client_id = answer["client_id"]
         self.client.extra_headers[CLIENT_HEADER] = self.client_id
         if self._thread is None:
@@ -57,7 +58,7 @@ class Attachment:
 
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_SECONDS):
-            with contextlib.suppress(RuntimeError, KeyError, TypeError):  # busy or gone: the next beat tries again
+            with contextlib.suppress(JobServerError, KeyError, TypeError):  # busy or gone: the next beat tries again
                 if not self.client.request("POST", heartbeat_path(self.client_id), timeout=REQUEST_SECONDS)["known"]:
                     self.attach()  # the lease had ended (this process was stopped for a while): take a new one
 
@@ -65,6 +66,6 @@ class Attachment:
         """End the lease now; the server lingers for its other clients, or exits after its linger time."""
         self._stop.set()
         if self.client_id:
-            with contextlib.suppress(RuntimeError):
+            with contextlib.suppress(JobServerError):
                 self.client.request("DELETE", client_path(self.client_id), timeout=0.5)
         self.client.extra_headers.pop(CLIENT_HEADER, None)

@@ -5,8 +5,9 @@ gone (or, before the client bound the socket itself, before the real one listene
 opens one connection, sends a fresh random challenge to the handshake path, checks the answer against the
 token (contract.server_credentials `proof`), and only then sends the token and the request, on that same
 connection, with reconnection disabled: nothing (no token, no job parameters) ever reaches a process that
-cannot prove it is this server start. The rest of the protocol is BlendJob's; the error shapes match
-BlendJob's JobClient (RuntimeError with the server's `detail`, or "Unable to reach Job Server: ...").
+cannot prove it is this server start. The paths are BlendJob's JobServer's; the client is ours (BlendJob's
+JobClient cannot send a header or prove the server), and so are its errors (client/server_errors.py): an HTTP
+error is a ServerAnswerError with the server's `detail`, no answer a ServerUnreachableError.
 """
 
 from __future__ import annotations
@@ -17,32 +18,20 @@ import json
 import secrets
 from typing import Any
 
-from blendjob.client import JobClient
-
 from ..contract.server_credentials import CHALLENGE_HEADER, HANDSHAKE_PATH, PROOF_HEADER, ServerCredentials
+from .server_errors import ServerAnswerError, ServerIdentityError, ServerUnreachableError
 
 CHALLENGE_BYTES = 24
+JOB_FILES_SECONDS = 60.0  # previewing or clearing job files walks every job folder
 
 
-class ServerIdentityError(RuntimeError):
-    """The process answering on the server's port could not prove it is the server; nothing was sent to it."""
+class AuthenticatedJobClient:
+    """The HTTP client of one server start: its port and its token, sent only to a process that proves it.
 
-
-class ServerUnreachableError(RuntimeError):
-    """No answer from the server's port: nothing listens there (`refused`), or it did not answer in time."""
-
-    def __init__(self, message: str, *, refused: bool) -> None:
-        super().__init__(message)
-        self.refused = refused
-
-
-class AuthenticatedJobClient(JobClient):  # type: ignore[misc]  # BlendJob ships no types
-    """A JobClient for one server start: its port and its token, sent only to a process that proves it."""
+    Besides `request`, it answers the calls BlendJob's own operators make on `connection.client`
+    (client/blendjob_compat.py `CONNECTION_CLIENT_CALLS`)."""
 
     def __init__(self, credentials: ServerCredentials, *, host: str = "127.0.0.1", timeout: float = 2.0) -> None:
-        # JobClient.__init__ only sets these two and builds a urllib opener (an SSL context: ~20 ms of every CLI
-        # call) for its own request(), which this class replaces; so it is not called.
-        self.base_url = f"http://{host}:{int(credentials.port)}"
         self.timeout = timeout
         self.credentials = credentials
         self.host = host
@@ -78,8 +67,26 @@ class AuthenticatedJobClient(JobClient):  # type: ignore[misc]  # BlendJob ships
                 detail = json.loads(data.decode("utf-8")).get("detail")
             except (ValueError, UnicodeDecodeError, AttributeError):
                 detail = None
-            raise RuntimeError(detail or f"Job Server returned HTTP {response.status}")
+            raise ServerAnswerError(detail or f"Job Server returned HTTP {response.status}", status=response.status)
         return json.loads(data.decode("utf-8"))
+
+    def health(self) -> Any:
+        return self.request("GET", "/health")
+
+    def submit(self, job_type: str, parameters: dict[str, Any]) -> Any:
+        return self.request("POST", "/jobs", {"job_type": str(job_type), "parameters": dict(parameters)})
+
+    def resource(self, name: str) -> Any:
+        return self.request("GET", f"/resources/{name}")
+
+    def clear_resource(self, name: str) -> Any:
+        return self.request("POST", f"/resources/{name}/clear")
+
+    def preview_job_files(self) -> Any:
+        return self.request("POST", "/job-files/preview", {}, timeout=JOB_FILES_SECONDS)
+
+    def clear_job_files(self, jobs: list[str]) -> Any:
+        return self.request("POST", "/job-files/clear", {"jobs": list(jobs)}, timeout=JOB_FILES_SECONDS)
 
     def _prove_server(self, connection: http.client.HTTPConnection) -> None:
         challenge = secrets.token_urlsafe(CHALLENGE_BYTES)

@@ -6,8 +6,9 @@ behaviour it relies on. Nothing outside this module (and server/blendjob_compat.
 name a BlendJob private: tests/contract/test_blendjob_seam.py checks it.
 
 Where ImageForge must override or call a private hook of a BlendJob class, a class here does it once and
-forwards to a public name: `ServerControllerHooks` (client/controller.py), `JobRuntimeHooks` (the server command)
-and `JobOperatorHooks` (every job operator; the batch operator chains jobs through its end-of-job hooks).
+forwards to a public name: `JobOperatorHooks` (every job operator; the batch operator chains jobs through its
+end-of-job hooks). The client's controller (client/controller.py) is ImageForge's own: BlendJob's runtime calls
+it by the public names in `CONTROLLER_CALLS`, which the compatibility test reads from BlendJob's source.
 """
 
 from __future__ import annotations
@@ -16,12 +17,35 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from blendjob import JobResult, JobRuntime
-from blendjob.controller import ServerConnection, ServerController
 from blendjob.operator import JobOperatorBase, JobOperatorState
 
 # JobRuntime's timer callbacks: enable() registers `_poll_server`, a job's progress update registers
 # `_redraw_status_bars`, and disable() unregisters both by identity.
 TIMER_CALLBACKS = ("_poll_server", "_redraw_status_bars")
+
+# What BlendJob's runtime, operators and setup/migration ask of `runtime.server` (and of a job's controller,
+# which is `runtime.server` for ImageForge's jobs): client/controller.py answers each, by these public names.
+CONTROLLER_CALLS = frozenset(
+    {
+        "cancel",
+        "clear_resource",
+        "connection",
+        "detach",
+        "enable",
+        "ensure",
+        "mark_job_complete",
+        "poll",
+        "request",
+        "resource",
+        "restart",
+        "snapshot",
+        "status",
+        "stop",
+        "submit",
+    }
+)
+# What BlendJob's Clear Job Files operator asks of `runtime.server.connection.client`.
+CONNECTION_CLIENT_CALLS = frozenset({"clear_job_files", "preview_job_files"})
 
 
 def result_from_status(status: Mapping[str, Any]) -> JobResult:
@@ -54,51 +78,6 @@ def run_before_install(controller: Any, before: Callable[[], None]) -> None:
         install()
 
     controller.install = install_after_hook
-
-
-class ServerControllerHooks(ServerController):  # type: ignore[misc]  # BlendJob ships no types
-    """BlendJob's ServerController with the private hooks ImageForge's controller needs under public names.
-
-    BlendJob calls `_recover_connection` (start, stop) and `_close_finished_process` (ensure, poll) on itself:
-    both forward to `recover_connection()` and `close_finished_process()`, which subclasses override. Missing
-    hooks: controller hooks for recovering a running server, for a process that ended, and a free port.
-    """
-
-    def _recover_connection(self) -> ServerConnection | None:
-        return self.recover_connection()
-
-    def recover_connection(self) -> ServerConnection | None:
-        """Connect to the folder's running server (BlendJob's: from its process record, same Blender only)."""
-        ServerController._recover_connection(self)
-        return self.connection
-
-    def _close_finished_process(self) -> None:
-        self.close_finished_process()
-
-    def close_finished_process(self) -> None:
-        """Forget the server process (and its connection) when it has exited; nothing when it runs."""
-        ServerController._close_finished_process(self)
-
-    def close_process(self, *, terminate: bool = False) -> None:
-        """Forget the server process and close its log; end it first (with its children) when `terminate`."""
-        self._close_process(terminate=terminate)
-
-    def available_port(self) -> int:
-        """A loopback port free at this moment (another process may take it before the server binds it)."""
-        return int(self._available_port())
-
-
-class JobRuntimeHooks(JobRuntime):  # type: ignore[misc]  # BlendJob ships no types
-    """BlendJob's JobRuntime with the server command under a public name: `JobRuntime.__init__` and
-    `server_controller()` build their controllers from `_server_command`, which forwards to `server_command()`.
-    Missing hook: a server command factory passed to the runtime."""
-
-    def _server_command(self, port: int, instance_id: str, *, root: Any = None) -> list[str]:
-        return self.server_command(port, instance_id, root=root)
-
-    def server_command(self, port: int, instance_id: str, *, root: Any = None) -> list[str]:
-        """The command line that starts the job server (BlendJob's: its own runner)."""
-        return list(JobRuntime._server_command(self, port, instance_id, root=root))
 
 
 class JobOperatorHooks(JobOperatorBase):  # type: ignore[misc]  # BlendJob ships no types

@@ -3,29 +3,20 @@ and the CLI's), and run_job(): submit a job on it and wait for its result."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from blendjob import JobResult, JobRuntime
+from blendjob import JobResult
 
-from ..contract import ImageForgeError
-from ..contract.job_state import WRITING_PROGRESS
-from .blendjob_compat import result_from_status
-from .controller import ImageForgeRuntime
+from .controller import ImageForgeServerController
 from .environment import PACKAGE_ROOT, server_entrypoint, server_environment
+from .job_follow import JobCancelledError, JobFailedError, Progress, follow_job
+from .runtime import ImageForgeRuntime
 
 NAMESPACE = "imageforge"
-Progress = Callable[[dict[str, Any]], None]
 
-
-class JobFailedError(ImageForgeError):
-    """The server ran the job and it failed; the message is the server's one-sentence reason."""
-
-
-class JobCancelledError(ImageForgeError):
-    """The job was cancelled before it finished; nothing was kept."""
+__all__ = ["NAMESPACE", "JobCancelledError", "JobFailedError", "Progress", "make_runtime", "run_job"]
 
 
 def make_runtime(
@@ -33,12 +24,15 @@ def make_runtime(
     *,
     post_setup: Callable[[Any], None] | None = None,  # called with BlendJob's setup task once it succeeded
     linger: Callable[[], float | None] | None = None,
-) -> JobRuntime:
+    installer: Callable[..., list[str]] | None = None,
+    before_install: Callable[[Path], object] | None = None,
+) -> ImageForgeRuntime:
     """The BlendJob runtime: environment pins, server entrypoint and storage root (a path or a callable).
 
     Its server controller is ImageForge's (client/controller.py): shared by every client of the storage root,
     authenticated both ways, non-blocking stop and restart. `linger` gives the add-on's preference (seconds a
-    server with no client and no job stays); None uses $IMAGEFORGE_SERVER_LINGER or 20 s.
+    server with no client and no job stays); None uses $IMAGEFORGE_SERVER_LINGER or 20 s. `installer` and
+    `before_install` are the add-on's Set Up Server (client/setup_process.py; seeding its bundled uv).
     """
     return ImageForgeRuntime(
         server_entrypoint(),
@@ -48,11 +42,20 @@ def make_runtime(
         namespace=NAMESPACE,
         post_setup=post_setup,
         linger=linger,
+        installer=installer,
+        before_install=before_install,
     )
 
 
+class ServedRuntime(Protocol):
+    """A runtime with ImageForge's controller: make_runtime()'s, or setup's folder (client/model_setup.py)."""
+
+    @property
+    def server(self) -> ImageForgeServerController: ...
+
+
 def run_job(
-    runtime: JobRuntime,
+    runtime: ServedRuntime,
     job_type: str,
     parameters: dict[str, Any],
     *,
@@ -61,32 +64,15 @@ def run_job(
     poll_interval: float = 0.05,
     start_timeout: float = 120.0,
 ) -> JobResult:
-    """Submit one job, follow it to the end, and return its result (files checked to be in its folder)."""
+    """Submit one job on the runtime's server (started or attached first), follow it to the end, and return
+    its result (files checked to be in its folder)."""
     controller = runtime.server
     controller.ensure(timeout=start_timeout)
-    submitted = controller.submit(job_type, parameters)
-    job_id, directory = submitted["job_id"], submitted["directory"]
-    cancel_sent = False
-    try:
-        while True:
-            if not cancel_sent and cancel_requested():
-                controller.cancel(job_id)
-                cancel_sent = True
-            status = {"job_id": job_id, "directory": directory, **controller.status(job_id)}
-            on_progress(status)
-            state = status.get("state")
-            if state == "succeeded":
-                result = result_from_status(status)
-                for name in result.value or {}:
-                    result.file(name)  # rejects names outside the job folder and missing files
-                return result
-            if state == "cancelled":
-                raise JobCancelledError("The job was cancelled.")
-            if state == "failed":
-                raise JobFailedError(status.get("error") or "The job failed; see its job.log.")
-            # Near its end (writing results) a job is asked 5x as often: the end is noticed within ~10 ms, not
-            # 50, at no cost while the model runs (a second `run` on a lingering server is mostly such waits).
-            near_end = float(status.get("progress") or 0.0) >= WRITING_PROGRESS
-            time.sleep(poll_interval / 5 if near_end else poll_interval)
-    finally:
-        controller.mark_job_complete(job_id)
+    return follow_job(
+        controller,
+        job_type,
+        parameters,
+        on_progress=on_progress,
+        cancel_requested=cancel_requested,
+        poll_interval=poll_interval,
+    )

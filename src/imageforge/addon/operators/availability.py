@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import bpy
 
+from ...contract.server_state import ServerState
 from .. import blender_runtime
-from ..health_snapshot import ServerState, server_state
+from ..health_snapshot import server_state
 from ..scene.active_image import find_active_image, image_problem
 from ..scene.video_source import has_video
 

@@ -28,8 +28,9 @@ from ...client.retention import (
     plan_retention,
     scan_job_folders,
 )
+from ...contract.server_state import ServerState
 from .. import blender_runtime, preferences
-from ..health_snapshot import ServerState, server_state
+from ..health_snapshot import server_state
 from ..scene.referenced_files import referenced_paths
 from .availability import poll_with_reason, task_reason
 

@@ -11,8 +11,9 @@ from blendjob import JobResult
 from ...contract import InputError, JobId
 from ...contract.conversions import Conversion, Conversions, load_conversions
 from ...contract.jobs import ConvertModelParams, DownloadModelParams
+from ...contract.server_state import ServerState
 from .. import blender_runtime
-from ..health_snapshot import ServerState, server_state
+from ..health_snapshot import server_state
 from ..preferences import model_catalog
 from .availability import poll_with_reason
 from .base import ImageForgeJobOperator

@@ -9,8 +9,9 @@ import bpy
 
 from ...client.job_usage import format_bytes
 from ...client.setup import package_source
+from ...contract.server_state import ServerState
 from .. import blender_runtime
-from ..health_snapshot import ActiveJobProgress, ServerState, server_state
+from ..health_snapshot import ActiveJobProgress, server_state
 from ..operators import job_files
 from ..preferences import storage_root
 from .server_view import ServerView, package_source_line, server_view

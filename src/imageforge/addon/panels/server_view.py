@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...contract.health import LoadedModel
+from ...contract.server_state import ServerState
 from ..health_snapshot import (
     ActiveJobProgress,
-    ServerState,
     active_job_progress,
     device_warnings,
     loaded_models,
