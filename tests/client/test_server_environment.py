@@ -43,3 +43,12 @@ def test_entrypoint_points_at_the_server_package():
     path, attribute = server_entrypoint().rsplit(":", 1)
     assert attribute == "server"
     assert Path(path) == ROOT / "src" / "imageforge" / "server" / "__init__.py"
+
+
+def test_the_readme_states_each_platforms_onnxruntime():
+    """README's "What the job server needs" table names the runtime each platform really gets."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for platform, pins in server_environment()["platform_packages"].items():
+        (runtime,) = [pin for pin in pins if pin.startswith("onnxruntime")]
+        name, version = runtime.split("==")
+        assert f"| {platform}-" in readme and f"| {name} {version} |" in readme, runtime
