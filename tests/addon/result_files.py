@@ -73,3 +73,21 @@ def write_exr(path: Path, pixels: np.ndarray) -> Path:
 def write_json(path: Path, value: object) -> Path:
     path.write_text(json.dumps(value), encoding="utf-8")
     return path
+
+
+def write_points_ply(path: Path, points: np.ndarray, colours: np.ndarray) -> Path:
+    """points.ply as docs/jobs.md documents it: binary little-endian, x y z float32 and red green blue uchar."""
+    vertex = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("red", "u1"), ("green", "u1"), ("blue", "u1")])
+    records = np.empty(len(points), vertex)
+    for axis, name in enumerate("xyz"):
+        records[name] = points[:, axis]
+    for axis, name in enumerate(("red", "green", "blue")):
+        records[name] = colours[:, axis]
+    header = (
+        "ply\nformat binary_little_endian 1.0\ncomment written by a test\n"
+        f"element vertex {len(points)}\n"
+        "property float x\nproperty float y\nproperty float z\n"
+        "property uchar red\nproperty uchar green\nproperty uchar blue\nend_header\n"
+    )
+    path.write_bytes(header.encode("ascii") + records.tobytes())
+    return path

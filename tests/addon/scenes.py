@@ -13,11 +13,15 @@ from imageforge.addon.scene.materials import new_node_material
 
 
 def empty_scene() -> None:
-    """Remove every object, mesh, material, image, camera, movie clip and sequencer strip, so names in a test
-    are its own."""
+    """Remove every object, mesh, material, image, camera, movie clip and sequencer strip, and the collections and
+    node groups reconstructions made, so names in a test are its own."""
     data = bpy.data
     for collection in (data.objects, data.meshes, data.materials, data.images, data.cameras):
         bpy.data.batch_remove(list(collection))
+    made = [
+        item for items in (data.collections, data.node_groups) for item in items if "imageforge_reconstruction" in item
+    ]
+    bpy.data.batch_remove(made)
     remove_movie_clips()
     bpy.context.scene.sequence_editor_clear()
     bpy.context.scene.camera = None

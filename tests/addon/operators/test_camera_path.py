@@ -97,7 +97,7 @@ def test_camera_follows_the_extrinsics_with_the_median_lens(job_server, clip, ca
         return {"cameras": write_json(directory / "cameras.json", cameras_document()).name}
 
     job_server.producers["generate-multiview-cameras"] = produce
-    outcome = run_job_operator(bpy.ops.imageforge.camera_path_from_video, frame_step=2)
+    outcome = run_job_operator(bpy.ops.imageforge.camera_path_from_video, frame_step=2, points=False)
     assert outcome == {"FINISHED"}
     [(job, parameters)] = job_server.submitted
     assert job == "generate-multiview-cameras"
@@ -175,7 +175,7 @@ def test_a_camera_path_that_is_not_valid_lands_nothing(job_server, clip, capfd):
         "cameras": write_json(directory / "cameras.json", document).name
     }
     before = undo_steps(capfd)
-    assert run_job_operator(bpy.ops.imageforge.camera_path_from_video) == {"CANCELLED"}
+    assert run_job_operator(bpy.ops.imageforge.camera_path_from_video, points=False) == {"CANCELLED"}
     assert not [obj for obj in bpy.data.objects if obj.type == "CAMERA"]
     assert (bpy.context.scene.frame_start, bpy.context.scene.frame_end) == (1, 250)
     assert undo_steps(capfd) == before
@@ -257,6 +257,6 @@ def test_a_letterboxing_export_ends_the_operator_with_its_warning(job_server, cl
                 "provenance": "provenance.json"}  # fmt: skip
 
     job_server.producers["generate-multiview-cameras"] = produce
-    assert run_job_operator(bpy.ops.imageforge.camera_path_from_video) == {"FINISHED"}
+    assert run_job_operator(bpy.ops.imageforge.camera_path_from_video, points=False) == {"FINISHED"}
     assert reports[-1] == ("WARNING", notice)
     assert [level for level, _ in reports] == ["INFO", "WARNING"]  # the camera landed, then what it was made from

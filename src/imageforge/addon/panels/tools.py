@@ -71,7 +71,8 @@ class ToolsPanel:
 
     @staticmethod
     def draw_video_tools(layout: bpy.types.UILayout, context: bpy.types.Context) -> None:
-        """The video field, which source will be used, and Camera Path from Video, greyed out with why."""
+        """The video field, which source will be used, and Camera Path from Video (and its COLMAP export button),
+        greyed out with why."""
         layout.label(text="Video", icon="FILE_MOVIE")
         layout.prop(context.scene, SCENE_PROPERTY, text="")
         clip = active_clip(context)
@@ -81,6 +82,7 @@ class ToolsPanel:
         row = layout.row()
         row.enabled = reason is None
         row.operator("imageforge.camera_path_from_video", icon="CAMERA_DATA")
+        row.operator("imageforge.camera_path_from_video", text="", icon="EXPORT").export_colmap = True
         if reason is not None:
             layout.label(text=reason, icon="INFO")
 

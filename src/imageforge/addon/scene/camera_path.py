@@ -35,6 +35,7 @@ class CameraPath:
     numbers: tuple[int, ...]  # source frame numbers, increasing
     extrinsics: np.ndarray  # (n, 3, 4) world-to-camera, OpenCV axes
     intrinsics: np.ndarray  # (n, 4) fx, fy, cx, cy in source pixels
+    model: str = ""  # the catalog key of the model that made it
 
     def blender_matrices(self) -> np.ndarray:
         """(n, 4, 4) camera object matrices in the path's Blender frame (the first camera's, for rebased paths)."""
@@ -63,6 +64,7 @@ def camera_path(cameras: MultiviewCameras) -> CameraPath:
         tuple(frame.frame for frame in cameras.frames),
         np.array([frame.extrinsics for frame in cameras.frames], np.float64),
         np.array([(frame.fx, frame.fy, frame.cx, frame.cy) for frame in cameras.frames], np.float64),
+        cameras.model,
     )
 
 

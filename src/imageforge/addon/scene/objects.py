@@ -54,9 +54,17 @@ def grid_mesh(name: str, grid: GridMesh, *, smooth: bool = True) -> bpy.types.Me
 
 
 def camera_object(
-    context: bpy.types.Context, name: str, fit: CameraFit, matrix: Matrix, *, far: float, focus: float | None
+    context: bpy.types.Context,
+    name: str,
+    fit: CameraFit,
+    matrix: Matrix,
+    *,
+    far: float,
+    focus: float | None,
+    collection: bpy.types.Collection | None = None,
 ) -> bpy.types.Object:
-    """A camera reproducing `fit`; the scene's render resolution takes the photo's size so aspects match.
+    """A camera reproducing `fit`, in `collection` (default: the active one); the scene's render resolution takes
+    the photo's size so aspects match.
 
     It becomes the scene camera only when the scene has none: an existing shot is not taken over.
     """
@@ -73,7 +81,7 @@ def camera_object(
         data.dof.focus_distance = focus
     obj = bpy.data.objects.new(name, data)
     obj.matrix_world = matrix
-    context.collection.objects.link(obj)
+    (collection or context.collection).objects.link(obj)
     render = context.scene.render
     render.resolution_x, render.resolution_y = fit.resolution
     render.pixel_aspect_x = render.pixel_aspect_y = 1.0
