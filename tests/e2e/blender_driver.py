@@ -19,7 +19,9 @@ fails the test under that release.
 Spec keys: zip, storage_root, output, images {name: path}, selections {tool: selection}, step_model (the
 geometry model with a depth jump, for the depth plane that tears and the Parallax Shot); movie (a video file);
 camera_model (what Prepare DA3 camera model… converts: the real convert-model job) and camera_frames (the frame
-folder Camera Path from Video then runs on, with the converted model).
+folder Camera Path from Video then runs on, with the converted model); ground_model and ground_frames (the kit
+DA3 and frames whose depth is a known ground: Camera Path from Video's reconstruction, levelled, exported as
+COLMAP into colmap_folder, then scaled by the camera's height).
 """
 
 from __future__ import annotations
@@ -372,6 +374,50 @@ class Driver:
         )
         self.report["undo_after_batches"] = self.undo_steps()[-2:]
 
+    def reconstruction_record(self, name: str) -> dict[str, Any]:
+        """The collection Camera Path from Video made: its objects, the points in the world, the camera's matrix at
+        the first frame, the ground stored on its empty."""
+        collection = bpy.data.collections[name]
+        objects = {obj.type: obj for obj in collection.objects}
+        root, camera, points = objects["EMPTY"], objects["CAMERA"], objects.get("MESH")
+        scene = bpy.context.scene
+        scene.frame_set(scene.frame_start)
+        record: dict[str, Any] = {
+            "objects": sorted(obj.name for obj in collection.objects),
+            "parents": sorted({obj.parent.name for obj in collection.objects if obj.parent}),
+            "camera": [list(row) for row in camera.matrix_world],
+            "ground": list(root["imageforge_reconstruction"].get("ground", [])),
+        }
+        if points is not None:
+            mesh = points.data
+            local = np.empty(len(mesh.vertices) * 3, np.float32)
+            mesh.vertices.foreach_get("co", local)
+            matrix = np.array(points.matrix_world)
+            world = local.reshape(-1, 3) @ matrix[:3, :3].T + matrix[:3, 3]
+            record["points"] = self.save_array(f"{name}-points", world)
+            record["modifier"] = [modifier.type for modifier in points.modifiers]
+        return record
+
+    def reconstruction(self) -> None:
+        """Camera Path from Video on the kit DA3 and a clip whose depth is a known ground: points, levelled ground,
+        the COLMAP folder; then Scale Scene to a 1.6 camera height."""
+        ops, jobs = bpy.ops.imageforge, self.report["jobs"]
+        preferences = bpy.context.preferences.addons[MODULE].preferences
+        preferences.model_multiview = self.spec["ground_model"]
+        empty_scene()
+        scene = bpy.context.scene
+        scene.imageforge_video_path = self.spec["ground_frames"]
+        job = self.drive(ops.camera_path_from_video, export_colmap=True, colmap_folder=self.spec["colmap_folder"])
+        jobs["reconstruction"] = job
+        name = Path(self.spec["ground_frames"]).name
+        job["landed"] = self.reconstruction_record(name)
+        root = bpy.data.objects[f"{name} Scene"]
+        self.activate(root)
+        job["scale"] = sorted(ops.scale_scene(known="CAMERA_HEIGHT", length=1.6))
+        job["scaled"] = self.reconstruction_record(name)
+        job["undo"] = self.undo_steps()[-2:]
+        scene.imageforge_video_path = ""
+
     def camera_path(self) -> None:
         """Prepare DA3 camera model… (the real conversion), then Camera Path from Video on the model it made."""
         ops, jobs = bpy.ops.imageforge, self.report["jobs"]
@@ -396,6 +442,7 @@ class Driver:
             "frames": [scene.frame_start, scene.frame_end],
             "matrices": self.save_array("camera-path", np.array(matrices)),
         }
+        jobs["camera_path"]["landed"] = self.reconstruction_record(Path(self.spec["camera_frames"]).name)
 
     def undo(self) -> None:
         steps = self.undo_steps()
@@ -437,6 +484,7 @@ class Driver:
                     self.undo()
                     self.click_select(self.report["jobs"])  # after the undo check: its own steps follow
                     self.run_frame_and_batch_jobs()
+                    self.reconstruction()
                     self.camera_path()
                 finally:
                     self.shut_down()

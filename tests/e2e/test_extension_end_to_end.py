@@ -64,6 +64,12 @@ UNDO_STEPS = [
 ]
 MOVIE_FRAMES = 4
 CAMERA_FRAMES = 4
+# The ground clip: the kit DA3's depth is its colour (3 + the normalised mean), so grey rows can hold the depth of
+# a ground 1.5 below a camera pitched 40° down (nominal pinhole: 64 px focal, centre row 24 of 48), under 16 rows
+# of blocks at random depths floating above it.
+GROUND_SIZE = (64, 48)
+GROUND_HEIGHT, GROUND_PITCH, GROUND_FOCAL, GROUND_ROW = 1.5, 40.0, 64.0, 24.0
+GROUND_FIRST_ROW = 16
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,12 @@ def inputs(tmp_path_factory) -> dict[str, np.ndarray | Path]:
     scene = np.random.default_rng(8).integers(0, 256, size=(45, 80 + 6 * CAMERA_FRAMES, 3), dtype=np.uint8)
     for index in range(CAMERA_FRAMES):  # a 16:9 pan
         PILImage.fromarray(scene[:, 6 * index : 6 * index + 80]).save(frames / f"frame_{index + 1:04d}.png")
+    ground = folder / "ground"
+    ground.mkdir()
+    for index, pixels in enumerate(ground_frames()):
+        PILImage.fromarray(pixels).save(ground / f"ground_{index + 1:04d}.png")
     return {
+        "ground_frames": ground,
         "square": square,
         "photo": photo,
         "square_path": folder / "square.png",
@@ -104,6 +115,26 @@ def inputs(tmp_path_factory) -> dict[str, np.ndarray | Path]:
         "movie_path": movie,
         "camera_frames": frames,
     }
+
+
+def ground_depth(rows: np.ndarray, centre_row: float = GROUND_ROW, focal: float = GROUND_FOCAL) -> np.ndarray:
+    """Depth along the optical axis of the ground seen through pixel rows (their centres)."""
+    pitch = math.radians(GROUND_PITCH)
+    return GROUND_HEIGHT / (math.sin(pitch) + math.cos(pitch) * (rows + 0.5 - centre_row) / focal)
+
+
+def ground_frames(count: int = CAMERA_FRAMES) -> list[np.ndarray]:
+    """Frames whose grey is the depth the kit DA3 reads from them: the ground below, random blocks above."""
+    from imageforge.server.models.da3 import IMAGENET_MEAN, IMAGENET_STD
+
+    width, height = GROUND_SIZE
+    depth = np.repeat(ground_depth(np.arange(height, dtype=np.float64))[:, None], width, axis=1)
+    blocks = np.random.default_rng(9).uniform(1.3, 5.0, (GROUND_FIRST_ROW // 8, width // 8))
+    depth[:GROUND_FIRST_ROW] = np.kron(blocks, np.ones((8, 8)))
+    mean, std = np.asarray(IMAGENET_MEAN, np.float64), np.asarray(IMAGENET_STD, np.float64)
+    grey = (depth - 3.0 + (mean / std).mean()) / (1.0 / std).mean()
+    pixels = np.round(np.clip(grey, 0, 1) * 255).astype(np.uint8)
+    return [np.repeat(pixels[..., None], 3, axis=2)] * count
 
 
 def write_movie(path: Path, frames: list[np.ndarray]) -> Path:
@@ -156,6 +187,9 @@ def run(request, tmp_path_factory, extension_zip, inputs) -> Run:
             "movie": str(inputs["movie_path"]),
             "camera_model": "DA3_SMALL",
             "camera_frames": str(inputs["camera_frames"]),
+            "ground_model": "KIT_DA3",
+            "ground_frames": str(inputs["ground_frames"]),
+            "colmap_folder": str(output / "ground COLMAP"),
         }
         (root / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         environment = {
@@ -527,3 +561,48 @@ def test_prepare_da3_camera_model_then_camera_path_from_video_on_it(run):
     assert [run_["model"] for record in ran for run_ in record["models"] if "CAMERAS" in run_["model"]] == [
         "DA3_SMALL_CAMERAS"
     ]
+
+
+def test_camera_path_from_video_lands_the_kit_reconstruction_levelled_and_scales_it(run):
+    """The kit DA3 on the ground clip: points in one collection with the camera, the ground found and levelled to
+    Z = 0 with the camera above it at the clip's height and pitch, the COLMAP folder unpacked, then Scale Scene
+    by a 1.6 camera height, all through the real server."""
+    job = run.job("reconstruction")
+    landed = job["landed"]
+    assert landed["objects"] == ["ground Camera", "ground Points", "ground Scene"]
+    assert landed["parents"] == ["ground Scene"] and landed["modifier"] == ["NODES"]
+    assert "ground levelled" in job["message"] and "COLMAP in" in job["message"]
+    # Where the ground really is: the rows' depths back-projected through the pinhole the job reported (the
+    # letterboxed kit model's own focal and centre), which keeps them on one plane B·y + A·z = h.
+    [cameras] = [
+        document for document in (json.loads(path.read_text()) for path in run.storage.glob("jobs/*/cameras.json"))
+        if document["model"] == "KIT_DA3"
+    ]  # fmt: skip
+    intrinsics = cameras["frames"][0]["intrinsics"]
+    pitch = math.radians(GROUND_PITCH)
+    a = math.sin(pitch) + math.cos(pitch) * (intrinsics["cy"] - GROUND_ROW) / GROUND_FOCAL
+    b = math.cos(pitch) * intrinsics["fy"] / GROUND_FOCAL
+    height = GROUND_HEIGHT / math.hypot(a, b)
+    camera = np.array(landed["camera"])
+    assert camera[2, 3] == pytest.approx(height, rel=0.02)  # the first camera above the ground at Z = 0
+    forward = camera[:3, :3] @ [0.0, 0.0, -1.0] / np.linalg.norm(camera[:3, 2])
+    assert math.degrees(math.asin(-forward[2])) == pytest.approx(math.degrees(math.atan2(a, b)), abs=1.0)
+    points = run.array(landed["points"])
+    on_ground = np.abs(points[:, 2]) < 0.01 * height
+    assert on_ground.mean() > 0.6 and len(points) > 1000  # the ground rows are two thirds of every frame
+    folder = run.output / "ground COLMAP"
+    assert {path.name for path in (folder / "sparse" / "0").iterdir()} == {"cameras.txt", "images.txt", "points3D.txt"}
+    assert len(list((folder / "images").glob("frame_*.png"))) == CAMERA_FRAMES
+
+    scaled = job["scaled"]
+    assert job["scale"] == ["FINISHED"] and job["undo"] == ["Camera Path from Video", "Scale Scene"]
+    assert np.array(scaled["camera"])[2, 3] == pytest.approx(1.6, rel=1e-4)
+    after = run.array(scaled["points"])
+    np.testing.assert_allclose(after[on_ground, 2], points[on_ground, 2] * 1.6 / camera[2, 3], atol=1e-4)
+
+
+def test_camera_path_on_the_converted_model_lands_its_points_with_the_camera(run):
+    landed = run.job("camera_path")["landed"]
+    assert landed["objects"] == ["walk Camera", "walk Points", "walk Scene"]
+    points = run.array(landed["points"])
+    assert len(points) > 100 and np.isfinite(points).all()
