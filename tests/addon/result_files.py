@@ -91,3 +91,26 @@ def write_points_ply(path: Path, points: np.ndarray, colours: np.ndarray) -> Pat
     )
     path.write_bytes(header.encode("ascii") + records.tobytes())
     return path
+
+
+def cameras_document(
+    size: tuple[int, int],
+    numbers: tuple[int, ...],
+    extrinsics: list[np.ndarray],
+    focals: tuple[float, ...],
+    centre: tuple[float, float],
+) -> dict:
+    """cameras.json as the server writes it (contract/cameras.py): one window, fx = fy per frame."""
+    from imageforge.contract.cameras import FrameCamera, MultiviewCameras
+
+    return MultiviewCameras(
+        convention="world-to-camera [R | t], OpenCV camera axes",
+        model="DA3_SMALL",
+        image_size=size,
+        model_size=504,
+        windows=((0, len(numbers) - 1),),
+        frames=tuple(
+            FrameCamera(number, tuple(tuple(row) for row in pose.tolist()), focal, focal, *centre)
+            for number, pose, focal in zip(numbers, extrinsics, focals, strict=True)
+        ),
+    ).to_json()

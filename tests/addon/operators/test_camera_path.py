@@ -8,6 +8,7 @@ import math
 import bpy
 import numpy as np
 import pytest
+import result_files
 from bpy_extras import anim_utils
 from bpy_extras.object_utils import world_to_camera_view
 from job_server import chosen, run_job_operator
@@ -15,8 +16,6 @@ from mathutils import Euler, Matrix, Vector
 from recording import draw
 from result_files import write_json, write_png_rgba
 from scenes import photo_pixels, remove_movie_clips, undo_steps
-
-from imageforge.contract.cameras import FrameCamera, MultiviewCameras
 
 SIZE = (16, 12)
 NUMBERS = (11, 13, 15, 17)  # the sequence's own frame numbers, every second frame analysed
@@ -44,18 +43,7 @@ EXTRINSICS = [
 
 
 def cameras_document() -> dict:
-    """cameras.json as the server writes it (contract/cameras.py)."""
-    return MultiviewCameras(
-        convention="world-to-camera [R | t], OpenCV camera axes",
-        model="DA3_SMALL",
-        image_size=SIZE,
-        model_size=504,
-        windows=((0, 3),),
-        frames=tuple(
-            FrameCamera(number, tuple(tuple(row) for row in pose.tolist()), fx, fx, CX, CY)
-            for number, pose, fx in zip(NUMBERS, EXTRINSICS, FX, strict=True)
-        ),
-    ).to_json()
+    return result_files.cameras_document(SIZE, NUMBERS, EXTRINSICS, FX, (CX, CY))
 
 
 def placement() -> np.ndarray:

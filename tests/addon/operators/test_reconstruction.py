@@ -14,14 +14,13 @@ import zipfile
 import bpy
 import numpy as np
 import pytest
+import result_files
 from bpy_extras.object_utils import world_to_camera_view
 from job_server import chosen, run_job_operator
 from mathutils import Vector
 from recording import draw
 from result_files import write_json, write_png_rgba, write_points_ply
 from scenes import photo_pixels, remove_movie_clips, undo_steps
-
-from imageforge.contract.cameras import FrameCamera, MultiviewCameras
 
 SIZE = (32, 24)
 NUMBERS = (1, 2, 3)
@@ -42,17 +41,7 @@ EXTRINSICS = [np.hstack([turn(degrees), np.array([[-shift], [0.0], [0.0]])]) for
 
 
 def cameras_document() -> dict:
-    return MultiviewCameras(
-        convention="world-to-camera [R | t], OpenCV camera axes",
-        model="DA3_SMALL",
-        image_size=SIZE,
-        model_size=504,
-        windows=((0, 2),),
-        frames=tuple(
-            FrameCamera(number, tuple(tuple(row) for row in pose.tolist()), FOCAL, FOCAL, CX, CY)
-            for number, pose in zip(NUMBERS, EXTRINSICS, strict=True)
-        ),
-    ).to_json()
+    return result_files.cameras_document(SIZE, NUMBERS, EXTRINSICS, (FOCAL,) * len(NUMBERS), (CX, CY))
 
 
 def scene_points(count: int = 5000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
