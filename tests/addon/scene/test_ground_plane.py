@@ -77,6 +77,16 @@ def test_a_wall_with_more_points_than_the_ground_is_not_taken_for_the_ground():
     assert abs(float(unguided.normal @ (0.0, 0.0, 1.0))) > 0.999
 
 
+def test_a_ground_under_a_camera_pitched_55_degrees_down_is_level_enough():
+    pitch = math.radians(55.0)  # the ground's normal in the camera's frame: 55° from its up, towards it
+    normal = np.array([0.0, math.cos(pitch), math.sin(pitch)])
+    points, _ = ground_scene(3000, 0.4, normal, -1.5)
+    plane = fit_ground(points, threshold=0.02)
+    assert float(plane.normal @ normal) > math.cos(math.radians(0.5))
+    with pytest.raises(InputError, match="No level plane"):
+        fit_ground(points, threshold=0.02, max_tilt=45.0)
+
+
 def test_the_default_threshold_follows_the_scene_s_size():
     normal = tilted((0.05, 1.0, 0.1))
     points, _ = ground_scene(3000, 0.5, normal, -1.5, noise=0.001)

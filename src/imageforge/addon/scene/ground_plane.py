@@ -9,8 +9,9 @@ RANSAC. Three points make a hypothesis; its inliers are the points nearer than `
 off the ground, one sample in eight is all ground, so 200 samples miss the ground with probability
 (7/8)^200 ≈ 3e-12. Hypotheses are scored on at most 50,000 points (a seeded choice), the winner refined by a
 least-squares fit (the smallest singular vector) to its inliers among all points. A phone video is filmed
-roughly upright, so with `up` given (the first camera's up, +Y) only planes within `max_tilt` of level
-compete: a wall or a table top seen straight on is never taken for the ground.
+roughly upright, so with `up` given (the first camera's up, +Y) only planes within `max_tilt` (60°) of level
+compete (a camera pitched down up to 60° still finds its ground): a wall or a table top seen straight on is
+never taken for the ground. A plane holding under 10 % of the points is no ground but strays lined up by chance.
 
 No bpy here: operators/reconstruction.py applies the matrices.
 """
@@ -28,7 +29,8 @@ ITERATIONS = 200
 SCORED_POINTS = 50_000
 MIN_POINTS = 3
 THRESHOLD_FRACTION = 0.01  # default inlier distance: this fraction of the points' median distance from the camera
-MAX_TILT_DEGREES = 45.0
+MAX_TILT_DEGREES = 60.0
+MIN_SHARE = 0.1  # a ground holds at least this share of the points; fewer is a chance alignment of strays
 CAMERA_UP = np.array([0.0, 1.0, 0.0])
 CAMERA_FORWARD = np.array([0.0, 0.0, -1.0])
 SEED = 0  # the same points give the same plane
@@ -103,7 +105,7 @@ def fit_ground(
         count = int((np.abs(scored @ normal - offset) < limit).sum())
         if best is None or count > best[0]:
             best = (count, normal, offset)
-    if best is None:
+    if best is None or best[0] < MIN_SHARE * len(scored):
         raise InputError("No level plane found in the point cloud: the camera may not have been held upright.")
     _, normal, offset = best
     normal, offset = _refined(points, normal, offset, limit)
