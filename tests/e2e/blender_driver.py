@@ -403,6 +403,7 @@ class Driver:
         the COLMAP folder; then Scale Scene to a 1.6 camera height."""
         ops, jobs = bpy.ops.imageforge, self.report["jobs"]
         preferences = bpy.context.preferences.addons[MODULE].preferences
+        chosen = preferences.stored_model_multiview  # given back after: Prepare DA3 camera model… decides it then
         preferences.model_multiview = self.spec["ground_model"]
         empty_scene()
         scene = bpy.context.scene
@@ -417,6 +418,7 @@ class Driver:
         job["scaled"] = self.reconstruction_record(name)
         job["undo"] = self.undo_steps()[-2:]
         scene.imageforge_video_path = ""
+        preferences.stored_model_multiview = chosen
 
     def camera_path(self) -> None:
         """Prepare DA3 camera model… (the real conversion), then Camera Path from Video on the model it made."""
