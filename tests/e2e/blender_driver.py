@@ -374,7 +374,7 @@ class Driver:
         )
         self.report["undo_after_batches"] = self.undo_steps()[-2:]
 
-    def reconstruction_record(self, name: str) -> dict[str, Any]:
+    def reconstruction_record(self, name: str, stage: str = "landed") -> dict[str, Any]:
         """The collection Camera Path from Video made: its objects, the points in the world, the camera's matrix at
         the first frame, the ground stored on its empty."""
         collection = bpy.data.collections[name]
@@ -394,7 +394,7 @@ class Driver:
             mesh.vertices.foreach_get("co", local)
             matrix = np.array(points.matrix_world)
             world = local.reshape(-1, 3) @ matrix[:3, :3].T + matrix[:3, 3]
-            record["points"] = self.save_array(f"{name}-points", world)
+            record["points"] = self.save_array(f"{name}-{stage}-points", world)
             record["modifier"] = [modifier.type for modifier in points.modifiers]
         return record
 
@@ -415,7 +415,7 @@ class Driver:
         root = bpy.data.objects[f"{name} Scene"]
         self.activate(root)
         job["scale"] = sorted(ops.scale_scene(known="CAMERA_HEIGHT", length=1.6))
-        job["scaled"] = self.reconstruction_record(name)
+        job["scaled"] = self.reconstruction_record(name, "scaled")
         job["undo"] = self.undo_steps()[-2:]
         scene.imageforge_video_path = ""
         preferences.stored_model_multiview = chosen
