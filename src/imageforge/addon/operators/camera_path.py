@@ -194,8 +194,8 @@ class IMAGEFORGE_OT_camera_path_from_video(ImageForgeJobOperator, bpy.types.Oper
         source: VideoSource = self._source
         # Read and check the whole result before creating anything, so a bad file leaves the scene as it was.
         path = read_camera_path(result.file(ResultName.CAMERAS))
-        cloud = read_points_ply(result.file(ResultName.POINTS)) if self.points or self.export_colmap else None
-        plane = _ground(cloud) if cloud is not None and self.points else None
+        cloud = read_points_ply(result.file(ResultName.POINTS)) if self.points else None
+        plane = _ground(cloud) if cloud is not None else None
         colmap = unpack_colmap(result.file(ResultName.COLMAP), self._colmap) if self._colmap else None
         frames = [source.first_frame + number - path.numbers[0] for number in path.numbers]
         collection = reconstruction.new_collection(context, source.label)
@@ -219,8 +219,8 @@ class IMAGEFORGE_OT_camera_path_from_video(ImageForgeJobOperator, bpy.types.Oper
             background.source = "MOVIE_CLIP"
             background.clip = clip
             camera.data.show_background_images = True
-        message = f"Camera path: {len(frames)} keyframes, frames {frames[0]}–{frames[-1]}, lens {{lens:.1f}} mm"
-        if cloud is not None and self.points:
+        message = ""
+        if cloud is not None:
             radius = self.point_radius or reconstruction.automatic_radius(cloud)
             reconstruction.point_cloud_object(collection, f"{source.label} Points", cloud, radius, root)
             message += f"; {len(cloud):,} points"
@@ -230,7 +230,8 @@ class IMAGEFORGE_OT_camera_path_from_video(ImageForgeJobOperator, bpy.types.Oper
             message += f"; COLMAP in {colmap}"
         scene.frame_set(scene.frame_current)  # evaluate the new keys at the current frame
         select_only(context, camera)
-        return message.format(lens=camera.data.lens)
+        path_message = f"Camera path: {len(frames)} keyframes, frames {frames[0]}–{frames[-1]}"
+        return f"{path_message}, lens {camera.data.lens:.1f} mm{message}"
 
 
 def _ground(cloud: PointCloud) -> Plane | None:
