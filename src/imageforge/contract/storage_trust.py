@@ -49,6 +49,7 @@ class Place(Enum):
     ROOT = "root"
     INSIDE = "inside"  # something in the root ImageForge runs or reads
     LINKED = "linked"  # where a link in the root leads (the interpreter of .venv/bin/python, a linked .venv)
+    INTERPRETER = "interpreter"  # the base Python an environment runs on: its stdlib, sitecustomize, libpython
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,16 @@ class UntrustedStorageError(ImageForgeError, PermissionError):
 def sentence(root: Path, finding: Finding) -> str:
     """One sentence for `finding`: which path, why, and what to do."""
     path, place = finding.path, finding.place
+    if place is Place.INTERPRETER:
+        what = f"{path}, part of the Python that an environment in the Storage Root {root} runs on,"
+        if finding.flaw is Flaw.OWNED_BY_OTHER:
+            why = f"belongs to another user ({_owner(finding.owner)}),"
+        else:
+            why = f"can be written by other users{_mode(finding)},"
+        return (
+            f"{what} {why} so they could change what ImageForge runs; make that Python private "
+            f"({_private(path, recursive=True)}) or {SETUP_AGAIN} with a Python nobody else can change."
+        )
     if finding.flaw is Flaw.OWNED_BY_OTHER:
         owner = f"another user ({_owner(finding.owner)})"
         if place is Place.ROOT:
@@ -142,7 +153,65 @@ def check_server_files(root: Path) -> Path:
         check_inside(root, name, tree=True)
     for name in SERVER_RECORDS:
         check_inside(root, name)
+    check_base_interpreter(root, root / ".venv")
     return real
+
+
+def check_base_interpreter(root: Path, venv: Path) -> None:
+    """The Python an environment runs on (pyvenv.cfg's `home`, and where `bin/python` really leads): its standard
+    library, which holds every module the server imports before its own and `sitecustomize`, its lib-dynload and
+    libpython, and, when the environment sees them, the base site-packages (`.pth` files) and the user's
+    site-packages (`usercustomize`). Each must be ours or root's and writable by nobody else, with the folders
+    above it; nothing of it runs before this check."""
+    settings = _venv_settings(venv / "pyvenv.cfg")
+    if settings is None:
+        return
+    prefixes = []
+    if settings.get("home"):
+        prefixes.append(Path(os.path.abspath(settings["home"])).parent)
+    for name in ("python", "python3", "python.exe"):
+        executable = venv / ("Scripts" if os.name == "nt" else "bin") / name
+        if os.path.lexists(executable):
+            prefixes.append(Path(os.path.realpath(executable)).parent.parent)
+            break
+    for prefix in dict.fromkeys(prefixes):
+        for part in _interpreter_parts(prefix):
+            for path in (*reversed(part.parents), part):
+                if os.path.lexists(path):
+                    sticky = path != part and path.is_dir()
+                    _refuse(root, _judge(path, Place.INTERPRETER, may_be_sticky=sticky))
+            if part.is_dir() and not part.is_symlink():
+                check_tree(root, part, place=Place.INTERPRETER)
+    if settings.get("include-system-site-packages", "").lower() == "true":
+        user_site = Path.home() / ".local" / "lib"
+        for site in sorted(user_site.glob("python3*/site-packages")) if user_site.is_dir() else ():
+            check_tree(root, site, place=Place.INTERPRETER)
+
+
+def _venv_settings(config: Path) -> dict[str, str] | None:
+    try:
+        text = config.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    settings = {}
+    for line in text.splitlines():
+        key, equals, value = line.partition("=")
+        if equals:
+            settings[key.strip().lower()] = value.strip()
+    return settings
+
+
+def _interpreter_parts(prefix: Path) -> list[Path]:
+    """What a Python installed in `prefix` loads: its standard library folder(s) (found by their landmark,
+    os.py), and the shared libpython beside them."""
+    if os.name == "nt":
+        return [path for path in (prefix / "Lib", prefix / "DLLs") if path.is_dir()]
+    lib = prefix / "lib"
+    if not lib.is_dir():
+        return []
+    parts = [path for path in sorted(lib.glob("python3*")) if (path / "os.py").exists()]
+    parts += [path for path in sorted(lib.glob("libpython3*")) if path.is_file()]
+    return parts
 
 
 def check_inside(root: Path, relative: str | Path, *, tree: bool = False) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from ...contract import ModelUnavailableError, ResourceExhaustedError
 from ...contract.conversions import WHEELHOUSE_VARIABLE, ConverterEnvironment
-from ...contract.storage_trust import check_inside, check_storage_root
+from ...contract.storage_trust import check_base_interpreter, check_inside, check_storage_root
 from .process import run_process, tail
 
 UV_VARIABLE = "IMAGEFORGE_UV"
@@ -90,6 +90,7 @@ def ensure_environment(
         check_inside(storage_root, tree, tree=True)
     python = ready_python(storage_root, environment)
     if python is not None:
+        check_base_interpreter(storage_root, python.parents[1])  # the Python it runs on, before it runs
         report("Converter environment is ready")
         return python
     uv = find_uv(storage_root)
