@@ -97,3 +97,24 @@ def test_a_bad_shared_parameter_fails_before_any_job(hub, server_storage, tmp_pa
     assert completed.returncode == 2
     assert completed.stdout == "" and "scale" in completed.stderr
     assert not (server_storage / "jobs").exists() or not any((server_storage / "jobs").iterdir())
+
+
+def test_a_batch_runs_the_background_model_it_is_given(hub, server_storage, tmp_path):
+    """`model=` in a batch reaches every input's job, stills and clips alike (the default BEN2 never loads), and
+    each result's provenance names it."""
+    from imageforge.contract.provenance import Provenance
+
+    catalog = publish_kit_catalog(hub, tmp_path / "catalog", keys=("KIT_BEN2", "KIT_BIREFNET"))
+    arguments = [str(still(tmp_path / "photo.png", 1)), str(movie(tmp_path / "clip.mp4", frames=2))]
+    completed = imageforge(
+        "batch", "remove-background", *arguments, "model=KIT_BIREFNET", "sequence_output=png_sequence",
+        "--output", str(tmp_path / "out"),
+        env=kit_environment(hub_url=hub.url, storage=server_storage, catalog=catalog.path),
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    results = [json.loads(line)["result"] for line in completed.stdout.splitlines()]
+    assert len(results) == 2
+    for result in results:
+        assert [run.model for run in Provenance.read(Path(result[ResultName.PROVENANCE])).models] == ["KIT_BIREFNET"]
+    models = server_storage / "models"
+    assert (models / "kit_birefnet").is_dir() and not (models / "kit_ben2").exists()  # the default never fetched

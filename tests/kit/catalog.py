@@ -11,7 +11,8 @@ the kit plane with a card at half its distance over the middle of the image, KIT
 (background, not a default: the fp16 BEN2 layout, over 9 MB, so the server writes its fp32 CPU copy in a child),
 and KIT_SAM2 (segment, two graphs `encoder.onnx` + `decoder.onnx`: colour similarity around the first click; not a
 default, since SAM 2.1 is converted, never part of setup's downloads, but the only segment model, so jobs without
-`model` use it).
+`model` use it), and KIT_BIREFNET (background, not a default: the published BiRefNet signature, logits, 64² input;
+published only where a test names it).
 The others are their family's default, so jobs without `model` use them.
 """
 
@@ -23,7 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .hub import LoopbackHub
-from .onnx_models import build_ben2, build_ben2_fp16, build_da3, build_lama, build_moge2, build_sam2, build_upscaler
+from .onnx_models import (
+    build_ben2,
+    build_ben2_fp16,
+    build_birefnet,
+    build_da3,
+    build_lama,
+    build_moge2,
+    build_sam2,
+    build_upscaler,
+)
 
 LARGE_FP16_BYTES = 9 * 1024 * 1024  # KIT_BEN2_FP16_LARGE: above the size the server rewrites in its own process
 
@@ -41,6 +51,10 @@ KIT_MODELS = {
         lambda path: build_ben2_fp16(path, size=64, ballast_bytes=LARGE_FP16_BYTES),
         {"normalization": "none", "default": False},
     ),
+    "KIT_BIREFNET": (
+        "background", "birefnet", lambda path: build_birefnet(path, size=64),
+        {"normalization": "imagenet", "final_activation": "none", "default": False},
+    ),
     "KIT_SAM2": (
         "segment", "sam2", lambda path: build_sam2(path.with_suffix("")),
         {"default": False, "encoder": "encoder.onnx", "decoder": "decoder.onnx"},
@@ -54,7 +68,8 @@ class KitCatalog:
     files: dict[str, bytes]  # key -> the model file's bytes
 
 
-EVERY_JOB = tuple(key for key in KIT_MODELS if key != "KIT_BEN2_FP16_LARGE")  # the default `keys`: what jobs use
+# the default `keys`: what jobs use (BiRefNet only where a test chooses it)
+EVERY_JOB = tuple(key for key in KIT_MODELS if key not in ("KIT_BEN2_FP16_LARGE", "KIT_BIREFNET"))
 
 
 def publish_kit_catalog(hub: LoopbackHub, folder: Path, keys: tuple[str, ...] = EVERY_JOB) -> KitCatalog:

@@ -170,3 +170,19 @@ def test_parallax_shot_builds_plate_cutout_and_a_dolly_in_one_undo_step(job_serv
     assert undo_steps(capfd)[-1] == "Parallax Shot"
     bpy.ops.ed.undo()
     assert not {"Photo Background", "Photo Cutout", "Photo Camera"} & set(bpy.data.objects.keys())
+
+
+@pytest.mark.parametrize(
+    ("choice", "sent"), [("PREFERENCES", "BEN2_BASE"), ("BIREFNET_HR_MATTING", "BIREFNET_HR_MATTING")]
+)
+@pytest.mark.parametrize("operator", ["cutout", "parallax_shot"])
+def test_the_refine_step_runs_the_tools_own_background_model(job_server, photo, operator, choice, sent):
+    """Cutout and Parallax Shot refine with a background model of their own (Preferences by default), as Remove
+    Background and Refine Selection do: the job's background_model field."""
+    _, pixels = photo
+    job_server.producers["generate-cutout-artifacts"] = produce_cutout(pixels)
+    call = getattr(bpy.ops.imageforge, operator)
+    assert run_job_operator(call, selection=json.dumps({"box": BOX}), background_model=choice) == {"FINISHED"}
+    [(job_type, parameters)] = job_server.submitted
+    assert job_type == "generate-cutout-artifacts"
+    assert (parameters["refine"], parameters["background_model"]) == (True, sent)

@@ -153,3 +153,48 @@ def test_the_sources_colour_profile_and_exif_orientation_are_kept(run_job, hair,
     with PILImage.open(plain[ResultName.FOREGROUND]) as written:
         assert "icc_profile" not in written.info and len(written.getexif()) == 0
     assert "the source has no colour profile or EXIF" in context.log_text
+
+
+def models_that_ran(result: dict) -> list[str]:
+    from imageforge.contract.provenance import Provenance
+
+    return [run.model for run in Provenance.read(result[ResultName.PROVENANCE]).models]
+
+
+def test_the_cutouts_refine_step_runs_the_chosen_background_model(run_job, hair):
+    """generate-cutout-artifacts with refine: `background_model` picks the model (BiRefNet here, not the family's
+    default BEN2), its matte is the one remove-background makes with that model, and provenance names it."""
+    path, pixels = hair
+    whole = {"box": [0, 0, 64, 48]}
+    mattes = {}
+    for model in MODELS:
+        result, context = run_job(
+            "generate-cutout-artifacts",
+            {"input": str(path), "selection": whole, "refine": True, "background_model": model},
+        )
+        assert models_that_ran(result) == [model]
+        assert "Foreground colour estimated on" in context.log_text
+        mattes[model] = read(result[ResultName.SELECTION_ALPHA])[..., 0]
+    assert np.abs(mattes["KIT_BEN2"] - mattes["KIT_BIREFNET"]).max() > 0.1  # two models, two mattes
+    expected = float_matte(run_job, path, "KIT_BIREFNET")
+    rows, columns = np.nonzero(expected >= 1 / 512)  # the cutout is cropped to the visible matte
+    crop = expected[rows.min() : rows.max() + 1, columns.min() : columns.max() + 1]
+    crop = np.where(crop < 1 / 512, 0.0, crop)
+    np.testing.assert_allclose(mattes["KIT_BIREFNET"], crop, atol=1 / 65535 + 1e-6)
+
+
+def test_a_clips_frames_run_the_chosen_background_model(run_job, tmp_path: Path):
+    """remove-background on a clip (the frame tools and batches over videos): `model` is honoured per frame."""
+    from tests.server.jobs.conftest import write_video
+
+    frames = [np.round(hair_composite(64, 48, strands=20, seed=seed).image * 255).astype(np.uint8) for seed in (3, 4)]
+    clip = write_video(tmp_path / "hair.mp4", frames)
+    alphas = {}
+    for model in MODELS:
+        parameters = {"input": str(clip), "model": model, "output_kind": "alpha", "sequence_output": "png_sequence"}
+        result, _ = run_job("remove-background", parameters)
+        assert models_that_ran(result) == [model]
+        written = sorted(Path(result[ResultName.ALPHA]).parent.glob("frame_*.png"))
+        assert len(written) == 2
+        alphas[model] = read(written[0])[..., 0]
+    assert np.abs(alphas["KIT_BEN2"] - alphas["KIT_BIREFNET"]).max() > 0.1

@@ -37,6 +37,7 @@ from .depth_tools import (
 )
 from .image_tool import ImageTool, parse_selection, selection_property, start_drawing
 from .listing import Listing, SelectionAction, SelectionRow, Surface
+from .model_choice import background_model_property, chosen_background_model
 
 CUTOUT_SIZE = 1.0  # metres along the longer side of a flat cutout
 
@@ -114,6 +115,7 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
         default=True,
     )
     subdivisions: subdivision_property(6)
+    background_model: background_model_property()
 
     def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
         if not self.selection:
@@ -136,6 +138,7 @@ class IMAGEFORGE_OT_cutout(DepthTearing, ImageTool, ImageForgeJobOperator, bpy.t
             generate_depth=self.displace or self._fill,  # the background depth comes with the geometry
             normal_mode=normal_mode,
             fill_behind=self._fill,
+            **chosen_background_model(self.background_model, "background_model"),  # the refine step's model
         )
         if params.generate_depth or params.normal_mode is not NormalMode.NONE:  # the geometry model runs
             refuse_unanalysable(image, params.max_input_size)

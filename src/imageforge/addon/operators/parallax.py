@@ -35,6 +35,7 @@ from .depth_tools import (
 )
 from .image_tool import ImageTool, parse_selection, selection_property, start_drawing
 from .listing import Listing, SelectionAction, Surface
+from .model_choice import background_model_property, chosen_background_model
 
 SIDEWAYS = 0.3  # the sideways part of the move, as a fraction of the forward part
 
@@ -68,6 +69,7 @@ class IMAGEFORGE_OT_parallax_shot(DepthTearing, ImageTool, ImageForgeJobOperator
         subtype="FACTOR",
     )
     frames: bpy.props.IntProperty(name="Frames", description="Length of the camera move", default=48, min=2)
+    background_model: background_model_property()
 
     def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
         if not self.selection:
@@ -86,6 +88,7 @@ class IMAGEFORGE_OT_parallax_shot(DepthTearing, ImageTool, ImageForgeJobOperator
             generate_depth=True,
             normal_mode=NormalMode.OBJECT,
             fill_behind=True,
+            **chosen_background_model(self.background_model, "background_model"),  # the refine step's model
         )
 
     def land(self, context: bpy.types.Context, result: JobResult) -> str:
