@@ -56,13 +56,15 @@ def test_only_soft_pixels_change_and_keep_full_precision():
     assert colour.dtype == np.float32 and colour.min() >= 0.0 and colour.max() <= 1.0 + 1e-6
 
 
-def test_tiles_give_exactly_the_whole_level_result_in_place():
-    """Above WHOLE_LEVEL_PIXELS the levels go tile by tile, writing into the colour they read from."""
-    composite = hair_composite(300, 200, seed=3)
+@pytest.mark.parametrize("tile", [48, 37])
+def test_tiles_give_exactly_the_whole_level_result_in_place(tile):
+    """Above WHOLE_LEVEL_PIXELS the levels go tile by tile, writing into the colour they read from; an odd tile
+    edge starts tiles on odd rows and columns, where the checkerboard's first colour is the other quarter."""
+    composite = hair_composite(301, 199, seed=3)
     whole = composite.image.copy()
     estimate_foreground(whole, composite.alpha)
     tiled = composite.image.copy()
-    estimate = estimate_foreground(tiled, composite.alpha, whole_level_pixels=64 * 64, tile=48)
+    estimate = estimate_foreground(tiled, composite.alpha, whole_level_pixels=64 * 64, tile=tile)
     assert estimate.tiles > 4
     np.testing.assert_array_equal(tiled, whole)
 

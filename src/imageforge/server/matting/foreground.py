@@ -13,9 +13,11 @@ Harmeling, "Fast Multi-Level Foreground Estimation" (ICPR 2020), the method pyma
   the image and matte), starts from the level below (nearest) and the mean colours of alpha > 0.9 and < 0.1,
   and runs 10 iterations up to 32 px, 2 above.
 
-Ours, not a copy: the iterations are red-black Gauss–Seidel sweeps over whole arrays in NumPy (pymatting's
-are in-place loops compiled by numba; plain Jacobi sweeps converge at half the speed and measured 0.007–0.009
-from pymatting inside the soft band, red-black 0.002–0.004), and the levels above `WHOLE_LEVEL_PIXELS` are
+Ours, not a copy: the iterations are red-black Gauss–Seidel sweeps in NumPy (pymatting's are in-place loops
+compiled by numba; plain Jacobi sweeps converge at half the speed and measured 0.007–0.009 from pymatting inside
+the soft band, red-black 0.002–0.004). A half-sweep computes only its colour's pixels, as two strided views
+(even and odd rows) of a planar state, so NumPy's loops run along rows (docs/benchmarks.md: 1.6× less CPU than
+whole-array sweeps that kept half, same result bit for bit), and the levels above `WHOLE_LEVEL_PIXELS` are
 computed only in tiles that hold a soft pixel, each from the region of the level below it needs (a level's
 sweeps carry a value 2 × `iterations` pixels, so a halo that wide makes every tile's core exactly the
 whole-level result). So the cost follows the
@@ -250,55 +252,101 @@ class _Solver:
         self, index: int, box: tuple[int, int, int, int], foreground: np.ndarray, background: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """The level's red-black Gauss–Seidel sweeps on `box` (pixels of one checkerboard colour, then of the
-        other, each from its neighbours' latest values), from the given start; edges clamped to the box."""
+        other, each from its neighbours' latest values), from the given start; edges clamped to the box.
+
+        A half-sweep computes only the pixels of its colour: those are, in every other row, every other column,
+        so each colour is two strided views of the edge-padded state (even and odd rows), and so are their four
+        neighbours. The state is planar (F's and B's six channels first), so every NumPy loop runs along a row."""
         image, a = self._sampled(index, box)
-        a1 = 1.0 - a
-        padded = np.pad(a, 1, mode="edge")
-        weights = [
-            self.regularization + self.gradient_weight * np.abs(a - padded[rows, columns])
-            for rows, columns in _NEIGHBOURS
-        ]
-        total = weights[0] + weights[1] + weights[2] + weights[3]
-        a00, a11, a01 = a * a + total, a1 * a1 + total, a * a1
-        inverse = 1.0 / (a00 * a11 - a01 * a01)  # = 1 / (total (a² + (1 − a)² + total)) > 0
-        b00, b01, b11 = (inverse * a11)[..., None], (-inverse * a01)[..., None], (inverse * a00)[..., None]
         height, width = a.shape
-        base = np.concatenate([a[..., None] * image, a1[..., None] * image], axis=2)  # (h, w, 6): F's, B's
-        weights6 = [weight[..., None] for weight in weights]
-        # F and B side by side in one edge-padded buffer: one pass per neighbour, no padding per sweep.
-        state = np.empty((height + 2, width + 2, 6), np.float32)
-        state[1:-1, 1:-1, :3] = foreground
-        state[1:-1, 1:-1, 3:] = background
+        # F and B in one edge-padded planar buffer: one pass per neighbour, no padding per sweep.
+        state = np.empty((6, height + 2, width + 2), np.float32)
+        state[:3, 1:-1, 1:-1] = np.moveaxis(foreground, 2, 0)
+        state[3:, 1:-1, 1:-1] = np.moveaxis(background, 2, 0)
         _clamp_edges(state)
-        inside = state[1:-1, 1:-1]
-        checker = ((np.arange(height)[:, None] + np.arange(width)[None, :] + box[0] + box[2]) % 2 == 0)[..., None]
-        total_sum = np.empty_like(base)
-        term = np.empty_like(base)
-        solved = np.empty_like(base)
+        phase = (box[0] + box[2]) % 2  # the first colour holds the pixels whose global row + column is even
+        padded = np.pad(a, 1, mode="edge")
+        planar = np.moveaxis(image, 2, 0)
+        sweeps = [
+            [self._part(planar, a, padded, state, row, (phase + row + colour) % 2) for row in (0, 1)]
+            for colour in (0, 1)
+        ]
         for _ in range(self.levels[index].iterations):
-            for colour in (checker, ~checker):
-                np.copyto(total_sum, base)
-                for weight, (rows, columns) in zip(weights6, _NEIGHBOURS, strict=True):
-                    np.multiply(weight, state[rows, columns], out=term)
-                    total_sum += term
-                sum_f, sum_b = total_sum[..., :3], total_sum[..., 3:]
-                np.multiply(b00, sum_f, out=solved[..., :3])
-                solved[..., :3] += b01 * sum_b
-                np.multiply(b01, sum_f, out=solved[..., 3:])
-                solved[..., 3:] += b11 * sum_b
-                np.clip(solved, 0.0, 1.0, out=solved)
-                np.copyto(inside, solved, where=colour)
+            for parts in sweeps:
+                for part in parts:
+                    part.update()
                 _clamp_edges(state)
-        foreground, background = inside[..., :3].copy(), inside[..., 3:].copy()
-        return foreground, background
+        inside = np.moveaxis(state[:, 1:-1, 1:-1], 0, 2)
+        return np.ascontiguousarray(inside[..., :3]), np.ascontiguousarray(inside[..., 3:])
+
+    def _part(
+        self, image: np.ndarray, a: np.ndarray, padded: np.ndarray, state: np.ndarray, row: int, column: int
+    ) -> _Part:
+        """The pixels of rows `row`, `row` + 2, … and columns `column`, `column` + 2, … of a level's box
+        (`image`: its colour, channels first; `padded`: its matte, edge-padded by one pixel)."""
+        height, width = a.shape
+        here = np.s_[row:height:2, column:width:2]
+        alpha = a[here]
+        views = [np.s_[1 + row + dy : 1 + height + dy : 2, 1 + column + dx : 1 + width + dx : 2] for dy, dx in _OFFSETS]
+        weights = [self.regularization + self.gradient_weight * np.abs(alpha - padded[view]) for view in views]
+        total = weights[0] + weights[1] + weights[2] + weights[3]
+        a1 = 1.0 - alpha
+        a00, a11, a01 = alpha * alpha + total, a1 * a1 + total, alpha * a1
+        inverse = 1.0 / (a00 * a11 - a01 * a01)  # = 1 / (total (a² + (1 − a)² + total)) > 0
+        colour = image[(slice(None), *here)]
+        base = np.concatenate([alpha * colour, a1 * colour], axis=0)  # (6, h, w): F's, B's
+        return _Part(
+            state,
+            np.s_[:, 1 + row : 1 + height : 2, 1 + column : 1 + width : 2],
+            [(slice(None), *view) for view in views],
+            weights,
+            base,
+            (inverse * a11, -inverse * a01, inverse * a00),
+        )
+
+
+class _Part:
+    """One strided quarter of a level's box (one colour, one row parity): its coefficients and scratch."""
+
+    def __init__(
+        self,
+        state: np.ndarray,
+        here: tuple[slice, ...],
+        views: list[tuple[slice, ...]],
+        weights: list[np.ndarray],
+        base: np.ndarray,
+        solve: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ):
+        self.state, self.here, self.views, self.weights, self.base = state, here, views, weights, base
+        self.b00, self.b01, self.b11 = solve
+        self.total = np.empty_like(base)
+        self.term = np.empty_like(base)
+        self.scratch = np.empty_like(base[:3])
+
+    def update(self) -> None:
+        """Each pixel's F and B from its neighbours' current values: the per-pixel 2×2 solve, clipped to [0, 1]."""
+        total, term, state, scratch = self.total, self.term, self.state, self.scratch
+        np.copyto(total, self.base)
+        for weight, view in zip(self.weights, self.views, strict=True):
+            np.multiply(weight, state[view], out=term)
+            total += term
+        sum_f, sum_b = total[:3], total[3:]
+        solved_f, solved_b = term[:3], term[3:]
+        np.multiply(self.b00, sum_f, out=solved_f)
+        np.multiply(self.b01, sum_b, out=scratch)
+        solved_f += scratch
+        np.multiply(self.b01, sum_f, out=solved_b)
+        np.multiply(self.b11, sum_b, out=scratch)
+        solved_b += scratch
+        np.clip(term, 0.0, 1.0, out=state[self.here])
 
 
 def _clamp_edges(state: np.ndarray) -> None:
-    """Refresh an edge-padded buffer's border from the pixels inside it (numpy's pad mode 'edge', in place)."""
-    state[0, 1:-1] = state[1, 1:-1]
-    state[-1, 1:-1] = state[-2, 1:-1]
-    state[:, 0] = state[:, 1]
-    state[:, -1] = state[:, -2]
+    """Refresh a planar edge-padded buffer's border from the pixels inside it (pad mode 'edge', in place)."""
+    state[:, 0, 1:-1] = state[:, 1, 1:-1]
+    state[:, -1, 1:-1] = state[:, -2, 1:-1]
+    state[:, :, 0] = state[:, :, 1]
+    state[:, :, -1] = state[:, :, -2]
 
 
 def _halo(level: _Level) -> int:
@@ -306,10 +354,5 @@ def _halo(level: _Level) -> int:
     return 2 * level.iterations
 
 
-# Views of an edge-padded array: the left, right, upper and lower neighbour of every pixel.
-_NEIGHBOURS = (
-    (slice(1, -1), slice(0, -2)),
-    (slice(1, -1), slice(2, None)),
-    (slice(0, -2), slice(1, -1)),
-    (slice(2, None), slice(1, -1)),
-)
+# The left, right, upper and lower neighbour of a pixel, as (row, column) offsets.
+_OFFSETS = ((0, -1), (0, 1), (-1, 0), (1, 0))
