@@ -198,3 +198,28 @@ def test_a_clips_frames_run_the_chosen_background_model(run_job, tmp_path: Path)
         assert len(written) == 2
         alphas[model] = read(written[0])[..., 0]
     assert np.abs(alphas["KIT_BEN2"] - alphas["KIT_BIREFNET"]).max() > 0.1
+
+
+def test_a_float_exr_source_keeps_more_than_eight_bits_through_the_estimate(run_job, tmp_path: Path):
+    """A float EXR's foreground is a 16-bit PNG holding the estimate made on the float colour (as displayed):
+    nothing on the way rounds it to 8 bits."""
+    from imageforge.server.models.display import display_pixels
+    from tests.server.media.makers import exr
+
+    composite = hair_composite(64, 48, strands=20, seed=6)
+    colour = composite.image
+    path = exr(tmp_path / "hair.exr", {"R": colour[..., 0], "G": colour[..., 1], "B": colour[..., 2]})
+    result, context = run_job("remove-background", {"input": str(path), "model": "KIT_BIREFNET"})
+    written = open_input(str(result[ResultName.FOREGROUND]))
+    assert written.sample_kind.value == "uint16"
+    foreground = written.read_still().pixels
+    matte = float_matte(run_job, path, "KIT_BIREFNET")
+    display = display_pixels(open_input(str(path)).read_still())[..., :3]  # the EXR is linear: shown as sRGB
+    expected = display.copy()
+    estimate = estimate_foreground(expected, matte)
+    assert estimate.soft_pixels > 1000
+    np.testing.assert_allclose(foreground[..., :3], expected, atol=0.5 / 65535 + 1e-6)
+    quantised = np.round(display * 255) / 255
+    estimate_foreground(quantised, matte)
+    assert np.abs(foreground[..., :3] - quantised).mean() > 0.2 / 255  # what an 8-bit detour would have given
+    assert "Foreground colour estimated on" in context.log_text
