@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -133,3 +134,57 @@ def test_a_run_after_kill_9_and_pid_reuse_starts_a_new_server_at_once(runtime, s
     assert retirement.wait_until_retired(server_storage.resolve(), timeout=30)
     assert unrelated.poll() is None
     print(f"\nnew server ready {waited:.1f} s after the stale record was found")
+
+
+MAIN_THREAD_ENDS_FIRST = """
+import ctypes, os, sys, threading, time
+from blendjob.storage import StorageLock
+lock = StorageLock()
+lock.acquire(sys.argv[1])
+threading.Thread(target=lambda: (time.sleep(float(sys.argv[2])), os._exit(0))).start()
+print("holding", flush=True)
+sys.stdin.readline()
+ctypes.CDLL(None).pthread_exit(None)  # the main thread ends; the other thread, and the lock, live on
+"""
+
+
+def leader_state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+@linux
+def test_a_server_whose_main_thread_ended_lives_until_its_last_thread_and_its_lock_go(tmp_path):
+    """What a server torn down thread by thread looks like (SIGKILL under load; seen in CI): the main thread shows Z
+    while another thread still holds the storage lock. Before, that read as gone, the retirement ended at once and
+    the next start met "a program (pid N) is using ..." with the lock still held."""
+    from imageforge.client.server_launch import storage_locked
+
+    root = tmp_path / "storage"
+    root.mkdir()
+    child = subprocess.Popen(
+        [sys.executable, "-c", MAIN_THREAD_ENDS_FIRST, str(root), "1.5"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "holding"
+        identity = identity_of(child.pid)
+        assert identity is not None and child.stdin is not None
+        child.stdin.write("end the main thread\n")
+        child.stdin.flush()
+        deadline = time.monotonic() + 10
+        while leader_state(child.pid) != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert storage_locked(root)
+        assert identity_of(child.pid) == identity  # still the server: one of its threads runs
+        retired = retirement.retire(
+            retirement.RetiringServer(root.resolve(), RecordedServerProcess(identity), None), wait=None
+        )
+        assert retired.exited()
+        assert not storage_locked(root)  # the retirement ended only once the lock was free
+        assert not retirement.is_retiring(root.resolve())
+    finally:
+        child.kill()
+        child.wait(timeout=10)

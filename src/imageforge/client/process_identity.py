@@ -6,8 +6,10 @@ then have sent SIGTERM. So the record carries the process's start time as the OS
 process counts as ours only while the same pid still has that start time (openspec/0024):
 
 - Linux: `/proc/<pid>/stat` field 22 (clock ticks since boot) with the boot id, so a reboot cannot collide;
-  a zombie (state Z or X) has exited. Signals go through a pidfd opened *before* the start time is re-read, so
-  the process proven is the process signalled, with no window for reuse in between.
+  a zombie (state Z or X) has exited, unless another of its threads still runs: a main thread that ended before
+  the rest (or a process being torn down thread by thread after SIGKILL) shows Z while its other threads still
+  hold its descriptors, the storage lock among them. Signals go through a pidfd opened *before* the start time
+  is re-read, so the process proven is the process signalled, with no window for reuse in between.
 - macOS: `proc_pidinfo(PROC_PIDTBSDINFO)`'s start seconds and microseconds (libproc, through ctypes).
 - Windows: `GetProcessTimes`' creation time, read through a handle that also terminates it (an open handle
   keeps the pid from being reused).
@@ -144,9 +146,19 @@ def holds_listening_port(pid: int, port: int) -> bool | None:
 def _linux_start(pid: int) -> str | None:
     raw = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
     fields = raw[raw.rindex(")") + 2 :].split()  # the name may hold spaces and brackets: read after the last ")"
-    if fields[0] in {"Z", "X"}:
+    if fields[0] in {"Z", "X"} and not _other_thread_runs(pid):
         return None
     return f"{_boot_id()}:{fields[19]}"  # field 22 of the whole line: start time, clock ticks since boot
+
+
+def _other_thread_runs(pid: int) -> bool:
+    """True while a thread of `pid` other than a finished main thread has not exited."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError, ValueError):
+            raw = (task / "stat").read_text(encoding="ascii", errors="replace")
+            if raw[raw.rindex(")") + 2 :].split()[0] not in {"Z", "X"}:
+                return True
+    return False
 
 
 def _boot_id() -> str:
