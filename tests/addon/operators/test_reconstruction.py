@@ -7,6 +7,7 @@ turning a little over three frames; 60 % of the points lie on the ground, the re
 
 from __future__ import annotations
 
+import json
 import math
 import stat
 import zipfile
@@ -280,3 +281,35 @@ def test_the_scene_panel_shows_the_reconstruction_s_tools_and_says_depth_is_rela
     assert not bpy.ops.imageforge.open_colmap_folder.poll()  # no export yet: the panel offers Export COLMAP…
     assert bpy.ops.imageforge.scale_scene(known="CAMERA_HEIGHT", length=1.6) == {"FINISHED"}
     assert "Scaled ×2 from a known length" in draw(ScenePanel, bpy.context).texts()
+
+
+def test_an_export_into_a_picked_folder_never_replaces_the_user_s_files(job_server, clip, tmp_path, reports):
+    """A COLMAP Folder that holds the user's own images/ is refused before the job runs, and the files stay; a second
+    export into a folder of an earlier export replaces that export's files and removes its frames the new model
+    lacks, so images/ never mixes two exports."""
+    job_server.producers["generate-multiview-cameras"] = lambda parameters, directory: produce(
+        parameters, directory, colmap=True
+    )
+    theirs = tmp_path / "dataset"
+    (theirs / "images").mkdir(parents=True)
+    (theirs / "images" / "frame_000001.png").write_bytes(b"the user's own photo")
+    run = run_job_operator(bpy.ops.imageforge.camera_path_from_video, export_colmap=True, colmap_folder=str(theirs))
+    assert run == {"CANCELLED"} and job_server.submitted == []
+    assert "images/frame_000001.png" in reports[-1][1] and "did not write" in reports[-1][1]
+    assert (theirs / "images" / "frame_000001.png").read_bytes() == b"the user's own photo"
+
+    ours = tmp_path / "export"
+    assert run_job_operator(bpy.ops.imageforge.camera_path_from_video, export_colmap=True, colmap_folder=str(ours)) == {
+        "FINISHED"
+    }
+    (ours / "images" / "frame_000099.png").write_bytes(b"an older export's frame")
+    manifest = json.loads((ours / "imageforge-colmap.json").read_text())
+    manifest["files"].append("images/frame_000099.png")  # as an export of more frames would have listed it
+    (ours / "imageforge-colmap.json").write_text(json.dumps(manifest))
+    (ours / "notes.txt").write_text("beside the model, not in it")
+    assert run_job_operator(bpy.ops.imageforge.camera_path_from_video, export_colmap=True, colmap_folder=str(ours)) == {
+        "FINISHED"
+    }
+    assert not (ours / "images" / "frame_000099.png").exists()
+    assert (ours / "images" / "frame_000001.png").read_bytes() == b"png"
+    assert (ours / "notes.txt").read_text() == "beside the model, not in it"

@@ -27,7 +27,7 @@ from ..preferences import job_parameters
 from ..scene import reconstruction
 from ..scene.animation import keyframe_matrices
 from ..scene.camera_path import read_camera_path
-from ..scene.colmap_folder import default_folder, unpack_colmap
+from ..scene.colmap_folder import check_destination, default_folder, unpack_colmap
 from ..scene.ground_plane import Plane, fit_ground, level_matrix
 from ..scene.intrinsics import camera_fit
 from ..scene.objects import camera_object, placement, select_only
@@ -167,6 +167,8 @@ class IMAGEFORGE_OT_camera_path_from_video(ImageForgeJobOperator, bpy.types.Oper
             raise InputError(f"{NO_VIDEO}.")
         self._source = source
         self._colmap = self.colmap_target(source) if self.export_colmap else None
+        if self._colmap is not None:
+            check_destination(self._colmap)  # before the job runs: a folder of someone's files is refused now
         return job_parameters(
             MultiviewParams,
             input=source.job_input,
