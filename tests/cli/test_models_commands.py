@@ -165,3 +165,27 @@ def test_a_job_on_a_damaged_model_says_so_and_the_next_run_downloads_it_anew(hub
     again = imageforge("run", "upscale-image", f"input={image}", env=env)
     assert again.returncode == 0, again.stderr
     assert path.read_bytes() == catalog.files["KIT_UPSCALE"]
+
+
+def test_a_read_only_storage_root_is_one_sentence_before_any_server_starts(catalog, server_storage, capsys):
+    """A root on a read-only drive: the start says which folder and what to do (before: `[Errno 30] Read-only
+    file system: '.../.server-start.lock'`), and nothing is left behind."""
+    before = sorted(path.name for path in server_storage.iterdir())
+    with read_only(server_storage):
+        assert main(["--storage-root", str(server_storage), "models", "download", "KIT_UPSCALE"]) == 1
+    message = capsys.readouterr().err.strip()
+    why = "is on a read-only drive" if os.geteuid() == 0 else "cannot be written by this user"
+    assert message == (
+        f"imageforge: The Storage Root {server_storage} {why}; choose a folder you can write to as Storage Root "
+        "in the add-on's preferences (or --storage-root), or free that folder, then try again."
+    )
+    assert sorted(path.name for path in server_storage.iterdir()) == before
+
+
+def test_setup_on_a_read_only_storage_root_is_one_sentence(storage_root, capsys):
+    storage_root.mkdir(mode=0o700)
+    with read_only(storage_root):
+        assert main(["--storage-root", str(storage_root), "setup"]) == 1
+    message = capsys.readouterr().err.strip()
+    assert message.startswith(f"imageforge: The Storage Root {storage_root} ")
+    assert "Errno" not in message and list(storage_root.iterdir()) == []

@@ -21,7 +21,7 @@ from blendjob.controller import ServerConnection
 from blendjob.storage import StorageLock, read_json, write_json
 
 from ..contract.file_lock import exclusive_file_lock
-from ..contract.private_storage import make_private_folder
+from ..contract.private_storage import make_writable_private_folder
 from ..contract.server_credentials import CredentialsError, ServerCredentials, read_credentials, write_credentials
 from ..contract.server_state import ServerState
 from ..contract.storage_trust import check_inside, check_server_files, check_storage_root
@@ -73,7 +73,7 @@ class ServerLauncher:
         seat.close_process()
         seat.connection = None
         check_storage_root(root)  # before anything in it is read, created or run (openspec/0024)
-        make_private_folder(root)
+        make_writable_private_folder(root)  # a read-only root is one sentence, not the start lock's OSError
         with start_lock(root):  # one starter per folder: two clients starting at once get one server
             if self.recover() is None:
                 if not self.writer and storage_locked(root):

@@ -19,7 +19,7 @@ from pathlib import Path
 from blendjob.environment import environment_digest, environment_python, resolved_packages, uv_path
 
 from ..contract import ResourceExhaustedError
-from ..contract.private_storage import make_private_folder
+from ..contract.private_storage import make_writable_private_folder
 from ..contract.storage_trust import check_server_files
 from .environment import PACKAGE_ROOT, ServerEnvironment, server_environment
 from .package_indexes import CLEARED_VARIABLES, host_of, index_order, probe, probe_timeout, uv_failure
@@ -116,7 +116,7 @@ def prepare_environment(
         report(f"Server environment is ready in {root}")
         ready: Path = environment_python(root)
         return ready
-    make_private_folder(root)  # 0700 whatever the umask: job folders will hold the user's images
+    make_writable_private_folder(root)  # 0700 whatever the umask: job folders will hold the user's images
     manifest_path(root).unlink(missing_ok=True)
     uv = uv_executable(root)
     version = environment["python"]

@@ -9,7 +9,9 @@ Windows has no POSIX modes: there a user's profile folder already keeps others o
 
 from __future__ import annotations
 
+import errno
 import os
+import tempfile
 from pathlib import Path
 
 from .storage_trust import check_storage_root
@@ -18,6 +20,42 @@ PRIVATE_FOLDER_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_UMASK = 0o077
 PRIVATE_SUBFOLDERS = ("jobs", "models")
+
+
+class StorageNotWritableError(RuntimeError):
+    """The storage root cannot be created or written (a read-only drive, no permission, a full disk); the
+    message says so in one sentence that names the folder and what to do."""
+
+
+def make_writable_private_folder(path: Path) -> Path:
+    """`make_private_folder`, then proof that this process can create a file there (a probe, removed at once).
+
+    Raises StorageNotWritableError instead of the bare OSError a read-only root would give on its first write
+    (the start lock, the environment, a job folder), so the user reads which folder and what to do."""
+    try:
+        make_private_folder(path)
+        handle, probe = tempfile.mkstemp(prefix=".write-probe-", dir=path)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as error:
+        raise StorageNotWritableError(unwritable_sentence(Path(path), error)) from error
+    return Path(path)
+
+
+def unwritable_sentence(root: Path, error: OSError) -> str:
+    """One sentence for an OSError met while writing into the storage root `root`."""
+    if error.errno == errno.EROFS:
+        why = "is on a read-only drive"
+    elif error.errno in (errno.EACCES, errno.EPERM):
+        why = "cannot be written by this user"
+    elif error.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        why = "is on a full disk"
+    else:
+        why = f"cannot be written ({error.strerror or error})"
+    return (
+        f"The Storage Root {root} {why}; choose a folder you can write to as Storage Root in the add-on's "
+        "preferences (or --storage-root), or free that folder, then try again."
+    )
 
 
 def make_private_folder(path: Path) -> Path:
