@@ -20,6 +20,11 @@ from imageforge.contract.parameters import field_docs
 Producer = Callable[[dict[str, Any], Path], dict[str, str]]
 
 
+class CancelledBy(str):
+    """A producer's way to say the server cancelled the job for a reason of its own (the clause the real
+    client's status carries as `cancelled_because`)."""
+
+
 def chosen(job_type: str, parameters: dict[str, Any]) -> dict[str, Any]:
     """The submitted fields whose value is not the contract's default: what the operator (or a preference) chose.
     Operators send every field (JobSpec.request); the dict must parse as the server will parse it."""
@@ -56,6 +61,13 @@ class RecordingJobServer:
             # Produced on the main thread: writers use bpy, which the operator's submit thread must not call.
             job["result"] = self.producers[job["job_type"]](job["parameters"], job["directory"])
             return {"state": "running", "progress": 0.5, "message": "Running model"}
+        if isinstance(job["result"], CancelledBy):
+            return {
+                "state": "cancelled",
+                "progress": 0.5,
+                "message": "Task cancelled",
+                "cancelled_because": job["result"],
+            }
         if job["result"] is None or isinstance(job["result"], str):  # the producer's way to say the job failed
             error = job["result"] or "The model ran out of memory."
             return {"state": "failed", "progress": 0.5, "message": "Failed", "error": error}

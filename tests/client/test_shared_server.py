@@ -19,7 +19,7 @@ from imageforge.client.job_runner import make_runtime, run_job
 from imageforge.client.server_lease import stop_confirmation
 from imageforge.contract.health import ClientLease
 from imageforge.contract.results import ResultName
-from imageforge.contract.server_clients import LINGER_VARIABLE, ClientKind
+from imageforge.contract.server_clients import LEASE_SECONDS, LINGER_VARIABLE, ClientKind
 from imageforge.server.inference.devices import default_intra_op_threads, physical_cores
 from tests.client.shared_kit import children_of, make_shared_kit, process_gone
 
@@ -311,3 +311,42 @@ def test_threads_by_who_is_there_every_core_when_headless_blenders_share_with_bl
     assert threads(shared) == default_intra_op_threads()
     log = (shared.directory / "job.log").read_text(encoding="utf-8")
     assert f"{default_intra_op_threads()} intra-op threads" in log
+
+
+def test_a_cli_whose_job_another_client_cancelled_says_who(here):
+    """Another client's Cancel (Blender's Esc on a shared server, a second CLI): the CLI names it and its pid.
+    Before: "The job was cancelled." whoever cancelled it, as if this CLI had."""
+    kit = here
+    cli = kit.start_cli("run", "download-model", "model=SLOW")
+    kit.wait_for_slow_bytes()
+    other = make_runtime(kit.root)
+    other.server.kind = ClientKind.BLENDER
+    try:
+        other.server.ensure(timeout=60)
+        job_id = kit.job_folders()[-1].name
+        other.server.cancel(job_id)
+        _out, err = cli.communicate(timeout=60)
+    finally:
+        other.server.detach()
+    assert cli.returncode == 130, err
+    assert err.strip().splitlines()[-1] == (
+        f"imageforge: The job was cancelled: another client (blender, pid {os.getpid()}) cancelled it."
+    )
+
+
+def test_a_cli_whose_lease_lapsed_while_it_was_stopped_says_so(kit):
+    """A CLI stopped (SIGSTOP, a debugger, a swapped-out machine) for longer than its lease loses its job; when
+    it runs again it says why instead of "The job was cancelled."."""
+    cli = kit.start_cli("run", "download-model", "model=SLOW")
+    kit.wait_for_slow_bytes()
+    cli.send_signal(signal.SIGSTOP)
+    try:
+        cancelled_after(kit, time.monotonic(), timeout=LEASE_SECONDS + 30)
+    finally:
+        cli.send_signal(signal.SIGCONT)
+    _out, err = cli.communicate(timeout=60)
+    assert cli.returncode == 130, err
+    assert err.strip().splitlines()[-1] == (
+        f"imageforge: The job was cancelled: the job server heard nothing from this client for {LEASE_SECONDS:.0f} s "
+        "(a paused, stopped or overloaded process) and ended its lease."
+    )

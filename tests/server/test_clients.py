@@ -158,3 +158,29 @@ def test_the_linger_time_comes_from_the_preference_then_the_environment(monkeypa
     else:
         monkeypatch.setenv(LINGER_VARIABLE, environment)
     assert linger_seconds(configured) == expected
+
+
+def test_who_cancelled_a_job_is_noted_unless_it_was_its_own_client(job_server):
+    clients, clock = registry(job_server)
+    owner, other = clients.attach(1, ClientKind.CLI), clients.attach(2, ClientKind.BLENDER)
+    first, second, third = (job_server.submit("wait", {}) for _ in range(3))
+    for job in (first, second, third):
+        clients.own(owner.client_id, job.job_id)
+
+    assert not clients.cancelling(first.job_id, owner.client_id)  # its own client knows why
+    job_server.cancel(first.job_id)
+    assert clients.cancelling(second.job_id, other.client_id)
+    job_server.cancel(second.job_id)
+    assert wait_for(lambda: second._snapshot()["state"] == "cancelled")
+    assert clients.cancellation(first.job_id) is None
+    assert clients.cancellation(second.job_id) == "another client (blender, pid 2) cancelled it"
+
+    clock.now += LEASE_SECONDS + 1  # the owner fell silent: the lease ends and takes the third job
+    assert clients.seen(other.client_id)
+    clients.tick()
+    assert wait_for(lambda: third._snapshot()["state"] == "cancelled")
+    assert clients.cancellation(third.job_id) == (
+        f"the job server heard nothing from this client for {LEASE_SECONDS:.0f} s (a paused, stopped or "
+        "overloaded process) and ended its lease"
+    )
+    assert clients.cancellation(second.job_id).startswith("another client")  # the first reason stays

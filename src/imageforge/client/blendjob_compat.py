@@ -110,6 +110,7 @@ class JobOperatorHooks(JobOperatorBase):  # type: ignore[misc]  # BlendJob ships
         return set(JobOperatorBase._close(self, context, job, message, cancelled=cancelled))
 
     def _update_from_job_status(self, context: Any, job: JobOperatorState, status: dict[str, Any]) -> None:
+        self.last_status = status  # what the modal read last: close_job() may say how the job ended
         self.update_from_job_status(context, job, status)
 
     def update_from_job_status(self, context: Any, job: JobOperatorState, status: dict[str, Any]) -> None:

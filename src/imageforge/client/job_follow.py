@@ -36,6 +36,13 @@ class JobController(Protocol):
     def mark_job_complete(self, job_id: str) -> None: ...
 
 
+def cancelled_sentence(status: dict[str, Any]) -> str:
+    """How a cancelled job ended, in one sentence: who cancelled it when this client did not (the
+    `cancelled_because` the client's status carries, client/server_status.py)."""
+    because = status.get("cancelled_because")
+    return f"The job was cancelled: {because}." if isinstance(because, str) and because else "The job was cancelled."
+
+
 def follow_job(
     controller: JobController,
     job_type: str,
@@ -63,7 +70,7 @@ def follow_job(
                     result.file(name)  # rejects names outside the job folder and missing files
                 return result
             if state == JobState.CANCELLED:
-                raise JobCancelledError("The job was cancelled.")
+                raise JobCancelledError(cancelled_sentence(status))
             if state == JobState.FAILED:
                 raise JobFailedError(status.get("error") or "The job failed; see its job.log.")
             # Near its end (writing results) a job is asked 5x as often: the end is noticed within ~10 ms, not

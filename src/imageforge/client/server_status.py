@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract.job_state import JobState
+from ..contract.server_clients import cancellation_path
 from ..contract.server_state import ServerState
 from .server_errors import JobServerError, ServerNotRunningError, ServerReplacedError, ServerUnreachableError
 from .server_seat import ServerProcess, ServerSeat
@@ -69,6 +70,8 @@ class JobStatuses:
         self.seat = seat
         self.servers: dict[str, str] = {}  # job id -> instance id of the server it was submitted to
         self.last_answer: dict[str, tuple[float, dict[str, Any]]] = {}  # job id -> (when, last status)
+        self.cancels_sent: set[str] = set()  # jobs this client asked to cancel: it knows why they ended
+        self.cancel_reasons: dict[str, str | None] = {}  # job id -> why the server cancelled it (asked once)
 
     def submitted(self, answer: dict[str, Any]) -> dict[str, Any]:
         job_id = answer.get("job_id")
@@ -96,10 +99,25 @@ class JobStatuses:
             answer = {**last, "message": "Waiting for the job server (it may be loading a model)"}
         else:
             self.last_answer[job_id] = (time.monotonic(), answer)
+            if answer.get("state") == JobState.CANCELLED and job_id not in self.cancels_sent:
+                answer = {**answer, "cancelled_because": self.cancel_reason(job_id)}
         return {**answer, "job_id": job_id, "directory": str(self.directory(job_id))}
+
+    def cancel_reason(self, job_id: str) -> str | None:
+        """Why the server cancelled a job this client did not cancel (another client, its lease ended); asked
+        once per job. None when the server cannot say (an older server, no answer in time)."""
+        if job_id not in self.cancel_reasons:
+            try:
+                answer = self.seat.connected().client.request("GET", cancellation_path(job_id), timeout=STATUS_SECONDS)
+            except JobServerError:
+                answer = {}
+            reason = answer.get("reason") if isinstance(answer, dict) else None
+            self.cancel_reasons[job_id] = reason if isinstance(reason, str) else None
+        return self.cancel_reasons[job_id]
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         self.require_running(job_id)
+        self.cancels_sent.add(job_id)
         answer: dict[str, Any] = self.seat.connected().client.request(
             "DELETE", f"/jobs/{job_id}", timeout=STATUS_SECONDS
         )
@@ -113,6 +131,8 @@ class JobStatuses:
     def complete(self, job_id: str) -> None:
         self.servers.pop(job_id, None)
         self.last_answer.pop(job_id, None)
+        self.cancels_sent.discard(job_id)
+        self.cancel_reasons.pop(job_id, None)
         snapshot = self.seat.snapshot
         active = snapshot.get("active_job")
         if active and active.get("job_id") != job_id:

@@ -34,6 +34,12 @@ def client_path(client_id: str) -> str:
     return f"{CLIENTS_PATH}/{client_id}"
 
 
+def cancellation_path(job_id: str) -> str:
+    """GET -> {"reason": str | None}: why the server cancelled a job its client did not cancel itself (another
+    client asked, or the client's lease ended), as a clause for "The job was cancelled: <reason>."."""
+    return f"/imageforge/jobs/{job_id}/cancellation"
+
+
 def linger_seconds(configured: float | str | None = None) -> float:
     """The linger time: `configured` (a preference), else $IMAGEFORGE_SERVER_LINGER, else 20 s; clamped."""
     raw = configured if configured is not None else os.environ.get(LINGER_VARIABLE)

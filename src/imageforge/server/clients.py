@@ -15,6 +15,7 @@ import logging
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,7 @@ from .blendjob_compat import process_exists
 log = logging.getLogger(__name__)
 WATCH_SECONDS = 0.25
 FIRST_CLIENT_SECONDS = 60.0  # a new server waits at least this long for the client that started it to attach
+KEPT_CANCELLATIONS = 256  # why the latest cancelled jobs were cancelled (a client asks once, when it sees it)
 
 CURRENT_CLIENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("imageforge_client", default=None)
 
@@ -65,6 +67,7 @@ class ClientRegistry:
         self._stopped = threading.Event()
         self._ever_attached = False
         self._closing = False  # decided to exit: attaching is refused from then on (never exit under a client)
+        self._cancellations: OrderedDict[str, str] = OrderedDict()  # job id -> why, when not its own client
         self.on_change: Callable[[], None] = lambda: None  # e.g. the thread rule (who is there decides)
 
     # -- what clients ask ------------------------------------------------------------------------------------
@@ -97,6 +100,39 @@ class ClientRegistry:
 
     def detach(self, client_id: str) -> bool:
         return self._end([client_id], "detached")
+
+    def cancelling(self, job_id: str, requester_id: str | None) -> bool:
+        """Note who asks to cancel `job_id`, before the cancel (the job's client may read its end at once);
+        nothing when the job's own client asked (it knows why). True when a new reason was noted, which
+        `forget_cancellation` takes back if the cancel found nothing to cancel."""
+        with self._lock:
+            requester = self._clients.get(requester_id or "")
+            if requester is not None and job_id in requester.jobs:
+                return False
+            if requester is not None:
+                why = f"another client ({requester.kind.value}, pid {requester.pid}) cancelled it"
+            else:
+                why = "a program that is not attached to the job server cancelled it"
+        return self._note_cancellation(job_id, why)
+
+    def cancellation(self, job_id: str) -> str | None:
+        """Why `job_id` was cancelled, when its own client did not cancel it; None otherwise."""
+        with self._lock:
+            return self._cancellations.get(job_id)
+
+    def forget_cancellation(self, job_id: str) -> None:
+        """The cancel found nothing to cancel (the job had ended): the reason just noted goes."""
+        with self._lock:
+            self._cancellations.pop(job_id, None)
+
+    def _note_cancellation(self, job_id: str, why: str) -> bool:
+        with self._lock:
+            if job_id in self._cancellations:
+                return False  # the first reason is the one that ended it
+            self._cancellations[job_id] = why
+            while len(self._cancellations) > KEPT_CANCELLATIONS:
+                self._cancellations.popitem(last=False)
+            return True
 
     def kinds(self) -> set[ClientKind]:
         with self._lock:
@@ -135,7 +171,14 @@ class ClientRegistry:
                 if now - c.last_seen > self.lease and c.client_id not in gone
             ]
         self._end(gone, "process gone")
-        self._end(silent, f"no heartbeat for {self.lease:.0f} s")
+        self._end(
+            silent,
+            f"no heartbeat for {self.lease:.0f} s",
+            because=(
+                f"the job server heard nothing from this client for {self.lease:.0f} s (a paused, stopped or "
+                "overloaded process) and ended its lease"
+            ),
+        )
         busy = bool(self.job_server.snapshot("")["busy"])
         with self._lock:
             if self._clients or busy:
@@ -149,7 +192,7 @@ class ClientRegistry:
             log.warning("no client and no job for %.1f s (linger %.1f s): exiting", idle, linger)
             self.job_server.shutdown_event.set()
 
-    def _end(self, client_ids: list[str], why: str) -> bool:
+    def _end(self, client_ids: list[str], why: str, *, because: str | None = None) -> bool:
         ended = []
         with self._lock:
             for client_id in client_ids:
@@ -162,8 +205,11 @@ class ClientRegistry:
         for client in ended:
             log.warning("client %s pid %s left (%s)", client.kind.value, client.pid, why)
             for job_id in sorted(client.jobs):
+                noted = self._note_cancellation(job_id, because or f"its client's lease ended ({why})")
                 if self.job_server.cancel(job_id) is not None:
                     log.warning("cancelled job %s: its client left (%s)", job_id, why)
+                elif noted:  # it had ended already: no reason of ours
+                    self.forget_cancellation(job_id)
         if ended:
             self.on_change()
         return bool(ended)

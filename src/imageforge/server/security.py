@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from blendjob import JobServer
 
-from ..contract.server_clients import CLIENT_HEADER, CLIENTS_PATH, ClientKind
+from ..contract.server_clients import CLIENT_HEADER, CLIENTS_PATH, ClientKind, cancellation_path
 from ..contract.server_credentials import (
     CHALLENGE_HEADER,
     CHALLENGE_LENGTHS,
@@ -69,6 +69,17 @@ class AuthenticatedJobServer(JobServer):  # type: ignore[misc]  # BlendJob ships
             registry.own(CURRENT_CLIENT.get(), context.job_id)
         return context
 
+    def cancel(self, job_id: str) -> Any:
+        """BlendJob's cancel, noting who asked when it is not the job's own client (it reads why at the end)."""
+        registry = self.resources.get("clients")
+        if not isinstance(registry, ClientRegistry):
+            return super().cancel(job_id)
+        noted = registry.cancelling(job_id, CURRENT_CLIENT.get())
+        context = super().cancel(job_id)
+        if context is None and noted:
+            registry.forget_cancellation(job_id)
+        return context
+
 
 def add_client_routes(app: FastAPI, registry: ClientRegistry) -> None:
     """Attach, heartbeat and detach (contract.server_clients), behind the same guard as every route."""
@@ -91,6 +102,10 @@ def add_client_routes(app: FastAPI, registry: ClientRegistry) -> None:
     @app.delete(CLIENTS_PATH + "/{client_id}")
     def detach(client_id: str) -> dict[str, Any]:
         return {"detached": registry.detach(client_id)}
+
+    @app.get(cancellation_path("{job_id}"))
+    def cancellation(job_id: str) -> dict[str, Any]:
+        return {"reason": registry.cancellation(job_id)}
 
 
 class LoopbackGuard:

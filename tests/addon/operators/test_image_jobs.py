@@ -10,7 +10,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 import pytest
-from job_server import chosen, run_job_operator
+from job_server import CancelledBy, chosen, run_job_operator
 from result_files import write_exr, write_png_gray16, write_png_rgba
 from scenes import image_object, load_photo, photo_pixels, undo_steps
 
@@ -236,6 +236,17 @@ def test_refined_region_is_the_selection_plus_the_matte_inside_the_servers_crop(
     region = refined_region(lasso, 32, matte)
     assert region[40:45, 100:105].all() and not region[:, 147:].any()
     assert region[20, 60] and not region[80, 60]  # the selection lands even where the matte is zero
+
+
+def test_a_job_the_server_cancelled_for_another_client_says_who_and_changes_nothing(job_server, photo, reports):
+    """Not this operator's Esc: another client (a CLI on the shared server) cancelled the job. Before: the status
+    bar read "Task cancelled" and nothing said why."""
+    job_server.producers["remove-background"] = lambda parameters, directory: CancelledBy(
+        "another client (cli, pid 4242) cancelled it"
+    )
+    assert run_job_operator(bpy.ops.imageforge.remove_background) == {"CANCELLED"}
+    assert reports == [("WARNING", "The job was cancelled: another client (cli, pid 4242) cancelled it.")]
+    assert np.allclose(pixels_of("Photo"), photo, atol=BYTE)
 
 
 def test_bad_requests_are_warnings_and_submit_nothing(job_server, photo, reports):

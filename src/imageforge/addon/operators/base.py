@@ -35,8 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 import bpy
 from blendjob import JobResult, JobRuntime
+from blendjob.operator import JobOperatorState
 
 from ...client.blendjob_compat import JobOperatorHooks
+from ...client.job_follow import cancelled_sentence
 from ...contract import ImageForgeError, InputError, JobId, job_spec
 from ...contract.job_state import FailureKind, failure_kind
 from ...contract.provenance import Provenance
@@ -137,6 +139,15 @@ class ImageForgeJobOperator(JobOperatorHooks):
         level = "WARNING" if wrong_input else "ERROR"
         self.report_outcome(level, str(error))
         return self.close_job(context, job, "Task failed", cancelled=True)
+
+    def close_job(self, context: Any, job: JobOperatorState, message: str, *, cancelled: bool) -> set[str]:
+        """BlendJob's end, except that a job the server cancelled for another reason than this operator's Esc
+        (another client's Cancel, the lease that lapsed while Blender hung) says so as a WARNING."""
+        status = getattr(self, "last_status", None) or {}
+        if cancelled and not job.cancelled and status.get("cancelled_because"):
+            message = cancelled_sentence(status)
+            self.report_outcome("WARNING", message)
+        return super().close_job(context, job, message, cancelled=cancelled)
 
     def report_outcome(self, level: str, message: str) -> None:
         """Report how the job ended. One Python-level method: Blender's `report` cannot be observed in tests."""
