@@ -5,6 +5,7 @@ Run with -s to see the measured latencies (they are printed, never asserted as w
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -134,7 +135,8 @@ def test_sigkill_of_the_wrapper_that_started_the_cli_cancels_the_job(kit):
     print(f"\nSIGKILL of the CLI's parent: job cancelled after {latency:.2f} s")
 
 
-def test_two_runs_in_a_row_share_one_server_and_its_loaded_session(kit):
+def test_two_runs_in_a_row_share_one_server_and_its_loaded_session(here):
+    kit = here  # the observer below has the runs' settings: a server with other settings would be replaced
     env = {**kit.env, LINGER_VARIABLE: "60"}
     timings, pids = [], []
     try:
@@ -350,3 +352,51 @@ def test_a_cli_whose_lease_lapsed_while_it_was_stopped_says_so(kit):
         f"imageforge: The job was cancelled: the job server heard nothing from this client for {LEASE_SECONDS:.0f} s "
         "(a paused, stopped or overloaded process) and ended its lease."
     )
+
+
+def test_a_lingering_server_with_other_settings_is_replaced_when_nobody_uses_it(here, monkeypatch):
+    """The user points the next command at a mirror while the last command's server lingers: the new command
+    gets a server with its own settings. Before: it attached to the old one, which still downloaded from the
+    hub the old environment named."""
+    kit = here
+    monkeypatch.setenv(LINGER_VARIABLE, "60")
+    first = make_runtime(kit.root)
+    old = first.server.ensure(timeout=60).pid
+    first.server.detach()  # the command ended: its server lingers, unused
+    monkeypatch.setenv("IMAGEFORGE_MODEL_MIRROR", str(kit.root.parent / "studio-models"))
+    second = make_runtime(kit.root)
+    try:
+        new = second.server.ensure(timeout=60).pid
+        assert new != old and process_gone(old, 15)
+        record = json.loads((kit.root / retirement.PROCESS_RECORD).read_text(encoding="utf-8"))
+        mirror = os.environ["IMAGEFORGE_MODEL_MIRROR"]
+        assert record["settings"]["IMAGEFORGE_MODEL_MIRROR"] == hashlib.sha256(mirror.encode()).hexdigest()
+        assert {"HF_ENDPOINT", "IMAGEFORGE_MODEL_CATALOG"} <= set(record["settings"])
+        assert str(kit.root.parent) not in json.dumps(record["settings"])  # digests only, never the values
+        third = make_runtime(kit.root)  # the same settings again: the same server
+        assert third.server.ensure(timeout=60).pid == new
+        third.server.detach()
+    finally:
+        second.server.stop()
+
+
+def test_a_server_in_use_with_other_settings_is_refused_naming_the_setting_and_its_user(here, monkeypatch):
+    kit = here
+    monkeypatch.setenv(LINGER_VARIABLE, "60")
+    blender = make_runtime(kit.root)
+    blender.server.kind = ClientKind.BLENDER
+    server = blender.server.ensure(timeout=60).pid
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+        cli = make_runtime(kit.root)
+        with pytest.raises(RuntimeError) as refused:
+            cli.server.ensure(timeout=30)
+        assert str(refused.value) == (
+            f"The job server of {kit.root} was started with other settings (HF_ENDPOINT differ) and is in use by "
+            f"blender (pid {os.getpid()}); wait until it is unused (it then stops by itself), or use the same "
+            "settings, then try again."
+        )
+        assert blender.server.ensure(timeout=10).pid == server  # its user goes on undisturbed
+        assert kit.server_pid() == server
+    finally:
+        blender.server.stop()

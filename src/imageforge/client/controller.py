@@ -41,6 +41,7 @@ from .server_lease import Lease
 from .server_seat import ServerProcess, ServerSeat
 from .server_status import JobStatuses, notice_exit, read_health
 from .server_stop import MAIN_THREAD_WAIT, retire_if_unusable, stop_server
+from .settings_mismatch import replace_or_refuse
 
 if TYPE_CHECKING:
     from ..contract.health import ClientLease
@@ -125,8 +126,17 @@ class ImageForgeServerController:
     # -- launch -------------------------------------------------------------------------------------------
 
     def start(self) -> ServerConnection | None:
-        """Attach to the folder's running server, or start one; None while the previous one is still stopping."""
-        return self.launcher.attach_or_launch()
+        """Attach to the folder's running server, or start one; None while the previous one is still stopping.
+        A running server started with other settings is replaced when unused, else refused
+        (client/settings_mismatch.py)."""
+        connection = self.launcher.attach_or_launch()
+        if connection is not None and self.launcher.settings_differ:
+            differ, self.launcher.settings_differ = self.launcher.settings_differ, []
+            self.last_retired = replace_or_refuse(
+                self.seat, self.lease, differ, grace=self.grace, main_thread_wait=self.main_thread_wait
+            )
+            return None
+        return connection
 
     def enable(self) -> ServerConnection | None:
         """Start (the panel's Start): the running server if it answers, else a start."""

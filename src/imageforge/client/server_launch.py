@@ -23,6 +23,7 @@ from blendjob.storage import StorageLock, read_json, write_json
 from ..contract.file_lock import exclusive_file_lock
 from ..contract.private_storage import make_writable_private_folder
 from ..contract.server_credentials import CredentialsError, ServerCredentials, read_credentials, write_credentials
+from ..contract.server_settings import differing_settings, settings_fingerprint
 from ..contract.server_state import ServerState
 from ..contract.storage_trust import check_inside, check_server_files, check_storage_root
 from . import retirement
@@ -56,10 +57,12 @@ class ServerLauncher:
         self.command_factory = command_factory
         self.writer = writer
         self.creationflags = creationflags
+        self.settings_differ: list[str] = []  # what the last recovered server was started with otherwise
 
     def attach_or_launch(self) -> ServerConnection | None:
         """The folder's running server, or a new one; None while the previous one is still stopping."""
         seat, root = self.seat, self.seat.root()
+        self.settings_differ = []
         with retirement.MUTEX:
             if retirement.is_retiring(root):
                 seat.show(ServerState.STARTING, "Waiting for the previous server to stop")
@@ -123,6 +126,7 @@ class ServerLauncher:
                 "parent_pid": os.getpid(),
                 "port": port,
                 "instance_id": instance_id,
+                "settings": settings_fingerprint(),  # what it took from this environment (digests only)
             },
         )
         seat.connection = ServerConnection(port, process.pid, instance_id, AuthenticatedJobClient(credentials))
@@ -133,6 +137,7 @@ class ServerLauncher:
         """Connect to the folder's running server from its process record and credentials (it proves itself on
         the first request); None when no server of this folder is running."""
         seat, root = self.seat, self.seat.root()
+        self.settings_differ = []
         if retirement.is_retiring(root):
             return None
         check_storage_root(root)
@@ -165,6 +170,7 @@ class ServerLauncher:
         seat.connection = ServerConnection(
             credentials.port, process.pid, credentials.instance_id, AuthenticatedJobClient(credentials, host=seat.host)
         )
+        self.settings_differ = differing_settings(record.get("settings"), settings_fingerprint())
         return seat.connection
 
 
