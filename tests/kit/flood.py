@@ -73,7 +73,9 @@ class Flood:
 
 def start_flood(port: int, *, user: tuple[int, int] | None, count: int, seconds: float, reconnect: bool) -> Flood:
     """Start the flood (as `user` when given: uid, gid) and wait until it runs."""
-    command = ["/usr/bin/python3.11" if user else sys.executable, str(Path(__file__).resolve()), "--port", str(port)]
+    # The source is passed, not the path: the other user may not read a checkout inside a private folder.
+    source = Path(__file__).read_text(encoding="utf-8")
+    command = ["/usr/bin/python3.11" if user else sys.executable, "-c", source, "--port", str(port)]
     command += ["--count", str(count), "--seconds", str(seconds), *(["--reconnect"] if reconnect else [])]
     options = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd="/", **options)  # type: ignore[call-overload]
