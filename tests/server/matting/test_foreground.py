@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from imageforge.server.matting import estimate_foreground
+from imageforge.server.matting.foreground import LARGE_SIZE
 from tests.kit.hair_composite import fringe_error, hair_composite
 
 REFERENCE = Path(__file__).with_name("pymatting_reference.npz")
+LARGE_REFERENCE = Path(__file__).with_name("pymatting_reference_large.npz")
 GREEN_WALL_GONE = (0.9, 0.9, 0.9)  # the cut-out placed on a light grey backdrop
 
 
@@ -42,6 +44,23 @@ def test_agrees_with_pymatting_inside_the_soft_band():
     difference = np.abs(colour - expected)[soft]
     assert difference.mean() <= 0.01
     assert np.abs(image - expected)[soft].mean() > 0.1  # the check can fail: the raw colour is far from it
+
+
+def test_agrees_with_pymatting_where_levels_are_tiled_and_swept_once():
+    """1024×768, recorded by bench/parity/pymatting_reference.py: the top level goes tile by tile and the levels
+    above LARGE_SIZE run one sweep, so a cut in iterations or levels that costs quality beyond the bound fails."""
+    with np.load(LARGE_REFERENCE) as reference:
+        size = {name: int(reference[name]) for name in ("width", "height", "strands", "seed")}
+        expected = reference["foreground_soft"].astype(np.float32) / 65535
+        soft_count, alpha_sum = int(reference["soft_count"]), float(reference["alpha_sum"])
+    composite = hair_composite(size.pop("width"), size.pop("height"), **size)
+    assert (int(composite.soft.sum()), composite.alpha.sum(dtype=np.float64)) == (soft_count, pytest.approx(alpha_sum))
+    colour = composite.image.copy()
+    estimate = estimate_foreground(colour, composite.alpha)
+    assert estimate.tiles > 0 and max(composite.alpha.shape) > LARGE_SIZE
+    difference = np.abs(colour[composite.soft] - expected)
+    assert difference.mean() <= 0.01
+    assert np.abs(composite.image[composite.soft] - expected).mean() > 0.05  # the raw colour is far from it
 
 
 def test_only_soft_pixels_change_and_keep_full_precision():
