@@ -1,14 +1,16 @@
 """A loopback HTTP server that serves model files like the Hugging Face hub, like a mirror, and like a proxy.
 
-Hub URLs:    /{repository}/resolve/main/{path}
+Hub URLs:    /{repository}/resolve/main/{path}, and /{repository}/resolve/{HUB_COMMIT}/{path} for the same file
 Mirror URLs: /mirror/{directory}/{path}    (so the mirror base URL is f"{hub.url}/mirror")
-CDN URLs:    /cdn/{sha256}                  (where resolve URLs redirect when `lfs_redirect` is on)
+CDN URLs:    /cdn/{sha256} on `cdn_url`     (where resolve URLs redirect when `lfs_redirect` is on)
 
-It answers what `huggingface_hub` 0.36's `hf_hub_download` asks (read from its source): a HEAD on the
+It answers what `huggingface_hub` 2.x's `get_hf_file_metadata` asks (read from its source): a HEAD on the
 resolve URL must carry `X-Repo-Commit`, an `ETag` (for LFS files `X-Linked-Etag`, the SHA-256) and a size
 (`X-Linked-Size` or `Content-Length`); a missing file is a 404 with `X-Error-Code: EntryNotFound` (or
-`RepoNotFound`); then a GET, with `Range: bytes=N-` when it resumes. Like the real hub, `lfs_redirect`
-answers resolve URLs with a 302 to an absolute CDN URL.
+`RepoNotFound`). Our download then GETs the resolve URL pinned to that commit, with `Range: bytes=N-` when it
+resumes. Like the real hub, `lfs_redirect` answers resolve URLs with a 302 to an absolute CDN URL. Requests are
+recorded under the `main` path whatever revision they named (so faults and `served` apply to both), with the
+revision in `RecordedRequest.revision`.
 
 Supports HEAD, GET, `Range: bytes=N-` (206 + Content-Range, 416 past the end), and faults per URL path:
 "404", "500", "hang" (accepts, never answers), "stall" (headers then silence), "drop" (connection closed
@@ -28,6 +30,7 @@ import hashlib
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
@@ -44,6 +47,7 @@ class RecordedRequest:
     bytes_sent: int = 0
     status: int = 0
     proxied: bool = False
+    revision: str | None = None  # of a resolve URL: "main" or the commit
 
 
 @dataclass
@@ -58,6 +62,7 @@ class LoopbackHub:
     drop_after: int = 4096
     slow_delay: float = 0.01
     announced_size: int = 1000  # what an "unbounded" HEAD says
+    on_request: Callable[[BaseHTTPRequestHandler, str], None] | None = None  # sees each request (and its key)
 
     def add_hub_file(self, repository: str, path: str, content: bytes) -> str:
         key = f"{repository}/resolve/main/{path}"
@@ -107,6 +112,12 @@ class LoopbackHub:
         return f"http://{host}:{port}"
 
     @property
+    def cdn_url(self) -> str:
+        """The same server under another host name (`localhost`), as huggingface.co's CDN is another host:
+        the library's HEAD stops at the redirect, and `requests` drops an Authorization header on the way."""
+        return f"http://localhost:{self._server.server_address[1]}"
+
+    @property
     def mirror(self) -> str:
         return f"{self.url}/mirror"
 
@@ -140,8 +151,16 @@ class LoopbackHub:
         if proxied:
             target = urlsplit(target).path or "/"
         key = unquote(target.split("?", 1)[0].lstrip("/"))
-        record = RecordedRequest(handler.command, key, handler.headers.get("Range"), proxied=proxied)
+        revision = None
+        if "/resolve/" in key:
+            repository, rest = key.split("/resolve/", 1)
+            revision, _, path = rest.partition("/")
+            if revision == HUB_COMMIT:
+                key = f"{repository}/resolve/main/{path}"
+        record = RecordedRequest(handler.command, key, handler.headers.get("Range"), proxied=proxied, revision=revision)
         self.requests.append(record)
+        if self.on_request is not None:
+            self.on_request(handler, key)
         fault = self._take_fault(key)
         if fault == "hang":
             time.sleep(self.stall_seconds)
@@ -169,7 +188,7 @@ class LoopbackHub:
             "ETag": f'"{sha256}"',
         }
         if self.lfs_redirect and "/resolve/" in key:
-            self._empty(handler, record, 302, {**hub_headers, "Location": f"{self.url}/cdn/{sha256}"})
+            self._empty(handler, record, 302, {**hub_headers, "Location": f"{self.cdn_url}/cdn/{sha256}"})
             return
         if fault == "wrong_bytes":
             content = bytes(byte ^ 0xFF for byte in content)

@@ -71,3 +71,8 @@ def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    # huggingface_hub keeps one httpx2 client per process and reads the proxy variables when it makes it: a
+    # server's environment is fixed at its start, a test's changes with each test.
+    from huggingface_hub import close_session
+
+    close_session()

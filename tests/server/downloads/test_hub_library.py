@@ -1,4 +1,5 @@
-"""Files without a declared size and hash: huggingface_hub's hf_hub_download against the loopback hub."""
+"""Files without a declared size and hash: huggingface_hub 2.x asks the loopback hub what the file is, and our
+streamed download fetches that commit's bytes."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from imageforge.contract import ModelUnavailableError
 from imageforge.contract.health import DownloadSource
 from imageforge.contract.model_files import FileState, model_status, verify_file
 from imageforge.server.downloads.failures import DownloadCancelled, FileRejected
-from tests.kit.hub import Blackhole
+from tests.kit.hub import HUB_COMMIT, Blackhole
 
 from .conftest import FAST, content, entry, sources
 
@@ -34,10 +35,11 @@ def test_undeclared_file_comes_through_huggingface_hub(hub, served, root, run, l
 
     target = root / "models/vitl" / PATH
     assert target.read_bytes() == DATA
-    assert [(r.method, r.path.split("/")[0]) for r in hub.requests] == [
-        ("HEAD", "kit"),
-        ("GET", "cdn" if lfs_redirect else "kit"),
-    ]
+    # The library's HEAD stops at the redirect to the CDN (another host), which carries the metadata; the GET
+    # is pinned to the commit the hub named, and follows the redirect.
+    fetched = [("GET", "kit"), ("GET", "cdn")] if lfs_redirect else [("GET", "kit")]
+    assert [(r.method, r.path.split("/")[0]) for r in hub.requests] == [("HEAD", "kit"), *fetched]
+    assert [r.revision for r in hub.requests if r.method == "GET" and r.path.startswith("kit")] == [HUB_COMMIT]
     assert not (root / "models/.staging").exists()
     # The hash measured on arrival is remembered: a later change of the file is caught although the
     # catalog declares none.
@@ -64,7 +66,7 @@ def test_declared_sha256_is_checked_on_the_library_path(hub, served, root, run):
     hub.set_fault(served, "wrong_bytes")
     model = entry("VITL", {PATH: DATA}, declare="sha256")  # like Real-ESRGAN general: hash known, size not
 
-    with pytest.raises(FileRejected, match=r"^model\.onnx does not match its SHA-256"):
+    with pytest.raises(FileRejected, match=r"^model\.onnx does not match its declared SHA-256"):
         run(root, [model], sources(hub.url))
 
     assert not (root / "models/vitl" / PATH).exists()
@@ -88,17 +90,15 @@ def test_missing_file_names_the_file(hub, root, run):
         run(root, [entry("VITL", {PATH: DATA}, declare="none")], sources(hub.url))
 
 
-def test_cancel_keeps_the_library_partial_and_the_next_run_resumes(hub, served, root, run):
+def test_cancel_keeps_the_partial_and_the_next_run_resumes_it(hub, served, root, run):
     model = entry("VITL", {PATH: DATA}, declare="none")
-    staging = root / "models/.staging/vitl"
+    partial = root / "models/vitl" / f"{PATH}.part"  # the streamed download's, as for declared files
 
     def cancel_after_some_bytes() -> bool:
-        partials = list(staging.rglob("*.incomplete"))
-        return bool(partials) and partials[0].stat().st_size >= 100_000
+        return partial.exists() and partial.stat().st_size >= 100_000
 
     with pytest.raises(DownloadCancelled):
         run(root, [model], sources(hub.url), cancelled=cancel_after_some_bytes)
-    (partial,) = staging.rglob("*.incomplete")
     kept = partial.stat().st_size
     assert 100_000 <= kept < SIZE and not model_status(root, model).ready
 
@@ -106,8 +106,44 @@ def test_cancel_keeps_the_library_partial_and_the_next_run_resumes(hub, served, 
 
     last = hub.served(served)[-1]
     assert last.range == f"bytes={kept}-" and last.bytes_sent == SIZE - kept < SIZE
+    assert last.revision == HUB_COMMIT
     assert (root / "models/vitl" / PATH).read_bytes() == DATA
     assert hashlib.sha256(DATA).hexdigest() in (root / "models/.verified.json").read_text()
+
+
+def test_the_token_reaches_the_hub_and_never_the_cdn(hub, served, root, run, monkeypatch):
+    """A gated repository needs HF_TOKEN on the HEAD and on the GET; the CDN (another host) never sees it."""
+    hub.lfs_redirect = True
+    monkeypatch.setenv("HF_TOKEN", "hf_kit_token")
+    seen: list[tuple[str, str, str | None]] = []
+    hub.on_request = lambda handler, key: seen.append(
+        (handler.command, key.split("/")[0], handler.headers.get("Authorization"))
+    )
+
+    run(root, [entry("VITL", {PATH: DATA}, declare="none")], sources(hub.url))
+
+    assert seen == [
+        ("HEAD", "kit", "Bearer hf_kit_token"),
+        ("GET", "kit", "Bearer hf_kit_token"),
+        ("GET", "cdn", None),
+    ]
+    assert (root / "models/vitl" / PATH).read_bytes() == DATA
+
+
+def test_what_huggingface_hub_0_36_staged_is_deleted(hub, served, root, run):
+    """ImageForge up to 2026-12-02 let the library stage into models/.staging/<directory>; nothing can resume
+    those `.incomplete` files now, so the next download of that model deletes them (a conversion's scratch
+    folder beside them is left alone)."""
+    old = root / "models/.staging/vitl/.cache/huggingface/download/weights"
+    old.mkdir(parents=True)
+    (old / "abc.etag.incomplete").write_bytes(b"x" * 1000)
+    scratch = root / "models/.staging/convert-DA3_SMALL"
+    scratch.mkdir(parents=True)
+
+    run(root, [entry("VITL", {PATH: DATA}, declare="none")], sources(hub.url))
+
+    assert not (root / "models/.staging/vitl").exists() and scratch.is_dir()
+    assert (root / "models/vitl" / PATH).read_bytes() == DATA
 
 
 def test_unreachable_hub_on_the_library_path_falls_to_the_mirror_without_retries(hub, root, run):

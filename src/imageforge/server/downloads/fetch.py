@@ -58,6 +58,7 @@ class Expected:
     size: int | None = None
     sha256: str | None = None
     ceiling: int = DEFAULT_MAX_FILE_BYTES  # the most bytes the file may have when `size` is not declared
+    announced: int | None = None  # the size the hub's HEAD gave, for a GET whose body states none
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ def fetch_file(
     on_progress: Progress = lambda _received, _total: None,
     cancelled: Callable[[], bool] = lambda: False,
     writer: PartOpener = open_part,
+    headers: dict[str, str] | None = None,
 ) -> FetchOutcome:
     destination.parent.mkdir(parents=True, exist_ok=True)
     partial = part_path(destination)
@@ -102,16 +104,18 @@ def fetch_file(
         digest, offset = hashlib.sha256(), 0
     if cancelled():
         raise DownloadCancelled()
-    response = _request(session, url, name, host, offset, timeouts)
+    response = _request(session, url, name, host, offset, timeouts, headers)
     if offset and (response.status_code == 416 or range_start(response) not in (None, offset)):
         response.close()  # the server's copy is shorter than our `.part`, or it answered another range
         partial.unlink(missing_ok=True)
         digest, offset = hashlib.sha256(), 0
-        response = _request(session, url, name, host, 0, timeouts)
+        response = _request(session, url, name, host, 0, timeouts, headers)
     with response:
         if offset and response.status_code != 206:  # Range ignored: the body is the whole file, start over
             digest, offset = hashlib.sha256(), 0
         total = stated_total(response, offset)
+        if total is None:
+            total = expected.announced
         try:
             check_announced(name, host, total, declared=expected.size, ceiling=expected.ceiling)
         except FileRejected:
@@ -141,11 +145,19 @@ def _catch_up(partial: Path, size: int | None) -> tuple[hashlib._Hash, int]:
 
 
 def _request(
-    session: requests.Session, url: str, name: str, host: str, offset: int, timeouts: Timeouts
+    session: requests.Session,
+    url: str,
+    name: str,
+    host: str,
+    offset: int,
+    timeouts: Timeouts,
+    extra: dict[str, str] | None = None,
 ) -> requests.Response:
     import requests
 
-    headers = {"Accept-Encoding": "identity"}  # sizes and hashes are of the raw file
+    # Sizes and hashes are of the raw file. `requests` drops an Authorization header on a redirect to
+    # another host, so a hub token never reaches the CDN.
+    headers = {**(extra or {}), "Accept-Encoding": "identity"}
     if offset:
         headers["Range"] = f"bytes={offset}-"
     try:

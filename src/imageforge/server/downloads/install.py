@@ -11,8 +11,9 @@ the hub). What happens on failure depends on its kind (failures.py):
   the next source;
 - wrong bytes, a full disk and cancellation end the job at once.
 
-Declared files (size + SHA-256) and every mirror download are streamed by fetch.py; hub files without a
-declared size and hash go through huggingface_hub (hub_library.py).
+Every file is streamed by fetch.py. For a hub file whose size or hash the catalog does not declare,
+huggingface_hub first asks the hub for its commit, size and LFS SHA-256 (hub_library.py), and the bytes come
+from that commit's resolve URL, checked against that hash.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from .failures import DownloadCancelled, SourceRefused, SourceUnreachable, Trans
 from .fetch import Expected, FetchOutcome, PartOpener, fetch_file, open_part
 from .meter import Report, TransferMeter
 from .sources import MIRROR_VARIABLE, DownloadSources
-from .store import forget, staging_root
+from .store import drop_library_staging, forget
 
 Log = Callable[[str], None]
 
@@ -144,7 +145,7 @@ def _fetch_from(transfers: _Transfers, source: DownloadSource, entry: ModelEntry
     while True:
         try:
             if source is DownloadSource.HUB and not item.file.streamable:
-                return _fetch_with_library(transfers, entry, item)
+                return _fetch_undeclared(transfers, entry, item)
             return fetch_file(
                 sources.session,
                 sources.url(source, entry, item.file),
@@ -175,20 +176,30 @@ def _wait(seconds: float, cancelled: Callable[[], bool]) -> None:
         time.sleep(min(left, 0.1))
 
 
-def _fetch_with_library(transfers: _Transfers, entry: ModelEntry, item: FileStatus) -> FetchOutcome:
-    from .hub_library import clear_staging, fetch_with_hub_library  # huggingface_hub is imported only when needed
+def _fetch_undeclared(transfers: _Transfers, entry: ModelEntry, item: FileStatus) -> FetchOutcome:
+    """A hub file the catalog declares no size or hash for: the hub says which, then it is streamed like any."""
+    from .hub_library import ask_hub  # huggingface_hub is imported only when needed
 
-    staging = staging_root(transfers.storage_root, entry)
-    outcome = fetch_with_hub_library(
+    sources = transfers.sources
+    drop_library_staging(transfers.storage_root, entry)
+    found = ask_hub(
         entry.repository,
         item.file,
-        item.path,
-        staging,
-        hub=transfers.sources.settings.hub,
-        timeouts=transfers.sources.timeouts,
+        hub=sources.settings.hub,
+        timeouts=sources.timeouts,
         ceiling=entry.max_file_size,
-        on_progress=transfers.meter.file_progress,
         cancelled=transfers.cancelled,
     )
-    clear_staging(staging)
-    return outcome
+    return fetch_file(
+        sources.session,
+        found.url,
+        item.path,
+        expected=Expected(
+            item.file.size, item.file.sha256 or found.sha256, ceiling=entry.max_file_size, announced=found.size
+        ),
+        timeouts=sources.timeouts,
+        on_progress=transfers.meter.file_progress,
+        cancelled=transfers.cancelled,
+        writer=transfers.writer,
+        headers=found.headers,
+    )
