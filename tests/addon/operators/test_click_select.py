@@ -213,3 +213,22 @@ def test_the_mask_is_drawn_over_the_image_on_the_gpu(offscreen):
     assert tinted[10:36, 9:27].all() and not tinted[10:36, 29:47].any()  # the left half of the quad only
     assert not tinted[:7].any() and not tinted[40:].any() and not tinted[:, :7].any()
     np.testing.assert_allclose(drawn[20, 15, 3], MASK_COLOUR[3], atol=0.05)
+
+
+@pytest.mark.parametrize(
+    ("action", "job"),
+    [("REMOVE", "refine-image-selection"), ("FILL", "inpaint-image"), ("REFINE", "refine-image-selection")],
+)
+def test_enter_runs_every_selection_tool_with_the_mask(clicks, job_server, action, job):
+    """Remove Background in Selection, Fill Selection and Refine Selection take Click Select's mask as Cutout does."""
+    bpy.ops.imageforge.click_select("EXEC_DEFAULT", image_name="Photo", points="[[20, 15, 1]]", action=action)
+    running = operator()
+    for _ in range(400):
+        if running.modal(bpy.context, SimpleNamespace(type="TIMER")) != {"RUNNING_MODAL"}:
+            break
+        time.sleep(0.01)
+    submitted_by_the_tool()
+    stored = json.loads(clicks.image["imageforge_selection"])
+    assert stored == {"mask": {"width": WIDTH, "height": HEIGHT, "runs": list(runs(disc_mask([[20, 15, 1]])).runs)}}
+    job_type, parameters = job_server.submitted[-1]
+    assert job_type == job and parameters["selection"] == stored

@@ -222,6 +222,86 @@ def test_refine_selection_lands_the_soft_edge_the_server_grew_into(job_server, t
         assert np.allclose(pixels_of("Photo")[..., :3], photo[..., :3], atol=BYTE)
 
 
+def test_remove_background_in_selection_keeps_only_the_object_inside(job_server, photo, capfd):
+    matte = np.zeros((6, 8), dtype=np.float32)
+    matte[1:4, 2:6] = 0.75  # the model's matte on the selection's crop, zero beyond it
+    matte[2, 3] = 0.0  # a hole inside the selection: background there too
+    cutout = photo.copy()
+    cutout[..., 3] = matte
+
+    def produce(parameters, directory):
+        write_png_gray16(directory / "alpha.png", matte)
+        write_png_rgba(directory / "cutout.png", cutout)
+        return {"alpha": "alpha.png", "cutout": "cutout.png"}
+
+    job_server.producers["refine-image-selection"] = produce
+    selection = {"lasso": [[2, 1], [6, 1], [6, 4], [2, 4]]}
+    outcome = run_job_operator(bpy.ops.imageforge.remove_background_in_selection, selection=json.dumps(selection))
+    assert outcome == {"FINISHED"}
+    [(job_type, parameters)] = job_server.submitted
+    assert job_type == "refine-image-selection" and parameters["padding"] == 32
+    result = pixels_of("Photo")
+    assert np.allclose(result[..., 3], matte, atol=BYTE)  # outside the selection: transparent, not kept
+    assert np.allclose(result[..., :3], photo[..., :3], atol=BYTE)  # straight alpha: the colour stays
+    assert undo_steps(capfd)[-1] == "Remove Background in Selection"
+
+
+def test_remove_background_in_selection_multiplies_float_images_to_zero_outside(job_server, tmp_path):
+    pixels = photo_pixels(8, 6)
+    image = load_photo(tmp_path / "photo.exr", pixels)
+    image.name = "Photo"
+    image_object(image)
+    matte = np.zeros((6, 8), dtype=np.float32)
+    matte[1:4, 2:6] = 0.5
+
+    def produce(parameters, directory):
+        write_png_gray16(directory / "alpha.png", matte)
+        write_png_rgba(directory / "cutout.png", pixels)
+        return {"alpha": "alpha.png", "cutout": "cutout.png"}
+
+    job_server.producers["refine-image-selection"] = produce
+    outcome = run_job_operator(bpy.ops.imageforge.remove_background_in_selection, selection='{"box": [2, 1, 6, 4]}')
+    assert outcome == {"FINISHED"}
+    before = pixels.astype(np.float32)
+    result = pixels_of("Photo")
+    np.testing.assert_allclose(result, before * matte[..., None], atol=1e-3)  # premultiplied: all four channels
+
+
+def test_fill_selection_sends_the_selection_and_lands_the_fill(job_server, photo, capfd):
+    filled = photo.copy()
+    filled[1:4, 2:6, :3] = [0.2, 0.4, 0.6]
+
+    def produce(parameters, directory):
+        write_png_rgba(directory / "inpaint.png", filled)
+        return {"inpaint": "inpaint.png"}
+
+    job_server.producers["inpaint-image"] = produce
+    mask = {"mask": {"width": 8, "height": 6, "runs": [8, 4, 4, 4, 4, 4, 20]}}  # Click Select's kind
+    assert run_job_operator(bpy.ops.imageforge.fill_selection, selection=json.dumps(mask)) == {"FINISHED"}
+    [(job_type, parameters)] = job_server.submitted
+    assert job_type == "inpaint-image" and parameters["selection"] == mask
+    assert "mask" not in parameters or parameters["mask"] is None
+    assert np.allclose(pixels_of("Photo"), filled, atol=BYTE)
+    assert bpy.data.images["Photo"].packed_file is not None
+    assert undo_steps(capfd)[-1] == "Fill Selection"
+
+
+def test_fill_selection_refuses_float_images_and_a_missing_selection(job_server, tmp_path, reports):
+    image = load_photo(tmp_path / "photo.exr", photo_pixels(8, 6))
+    image.name = "Photo"
+    image_object(image)
+    assert bpy.ops.imageforge.fill_selection("EXEC_DEFAULT", selection='{"box": [1, 1, 4, 4]}') == {"CANCELLED"}
+    assert reports[-1] == (
+        "WARNING",
+        "'Photo' is a float (HDR) image; Fill Selection works on 8-bit images. Save a PNG copy first.",
+    )
+    bpy.data.images.remove(image)
+    image_object(load_photo(tmp_path / "photo.png", photo_pixels(8, 6)))
+    assert bpy.ops.imageforge.fill_selection("EXEC_DEFAULT") == {"CANCELLED"}
+    assert reports[-1][1] == "Select what to fill first: Click Select, or draw a box or lasso around it."
+    assert not job_server.submitted
+
+
 def test_refined_region_is_the_selection_plus_the_matte_inside_the_servers_crop():
     from imageforge.addon.scene.selection import refined_region, selection_bounds, selection_crop
     from imageforge.contract.selection_geometry import grow_pixels

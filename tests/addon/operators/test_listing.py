@@ -50,7 +50,9 @@ def test_draw_selection_offers_the_actions_of_the_tools_that_declare_one(addon):
     assert [(item.identifier, item.name) for item in action.enum_items] == [
         ("REFINE", "Refine Selection"),
         ("CUTOUT", "Cutout"),
+        ("REMOVE", "Remove Background in Selection"),
         ("PARALLAX", "Parallax Shot"),
+        ("FILL", "Fill Selection"),
     ]
     assert action.default == "REFINE"
 
@@ -61,9 +63,11 @@ def test_the_tools_panel_draws_the_listed_tools_in_order(server):
     server.server.snapshot = {"state": "READY"}
     image_object(bpy.data.images.new("Listed Photo", 64, 32), "Listed Photo")
     drawn = draw(ToolsPanel, bpy.context)
-    tools = [(item.idname, vars(item.properties)) for item in drawn.operators()][:15]
+    rows = (("REFINE", None), ("CUTOUT", False), ("CUTOUT", True), ("REMOVE", None), ("PARALLAX", None), ("FILL", None))
+    listed = 3 + 3 * len(rows)
+    tools = [(item.idname, vars(item.properties)) for item in drawn.operators()][:listed]
     selection_rows = []
-    for action, displace in (("REFINE", None), ("CUTOUT", False), ("CUTOUT", True), ("PARALLAX", None)):
+    for action, displace in rows:
         extra = {} if displace is None else {"displace": displace}
         selection_rows += [
             ("imageforge.draw_selection", {"action": action, "shape": shape, **extra}) for shape in ("BOX", "LASSO")
@@ -76,7 +80,7 @@ def test_the_tools_panel_draws_the_listed_tools_in_order(server):
         *selection_rows,
     ]
     assert [item.kind for item in drawn.items].count("separator") == 1
-    assert drawn.operators()[15].idname == "imageforge.depth_plane"
+    assert drawn.operators()[listed].idname == "imageforge.depth_plane"
 
 
 @pytest.fixture

@@ -1,19 +1,28 @@
-"""Remove Background, Upscale Image and Refine Selection: jobs whose result replaces the image in place."""
+"""Remove Background, Upscale Image, Refine Selection, Remove Background in Selection and Fill Selection: jobs
+whose result replaces the image in place. The last three take a selection: a box or lasso from Draw Selection, or
+Click Select's mask."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import bpy
+import numpy as np
 from blendjob import JobResult
 
 from ...contract import InputError, JobId
-from ...contract.jobs import OutputKind, RefineImageSelectionParams, RemoveBackgroundParams, UpscaleImageParams
+from ...contract.jobs import (
+    InpaintImageParams,
+    OutputKind,
+    RefineImageSelectionParams,
+    RemoveBackgroundParams,
+    UpscaleImageParams,
+)
 from ...contract.results import ResultName
 from ..preferences import job_parameters
 from ..scene.active_image import find_active_image
 from ..scene.pixels import read_data_file
-from ..scene.replace import matte_from_file, multiply_alpha, replace_from_file, replace_within
+from ..scene.replace import keep_within, matte_from_file, multiply_alpha, replace_from_file, replace_within
 from ..scene.selection import refined_region
 from .base import ImageForgeJobOperator
 from .image_tool import ImageTool, parse_selection, selection_property, start_drawing
@@ -157,4 +166,91 @@ class IMAGEFORGE_OT_refine_selection(ImageTool, ImageForgeJobOperator, bpy.types
         return f"Refined {int(mask.sum())} pixels of '{image.name}'"
 
 
-CLASSES = (IMAGEFORGE_OT_remove_background, IMAGEFORGE_OT_upscale_image, IMAGEFORGE_OT_refine_selection)
+class IMAGEFORGE_OT_remove_background_in_selection(ImageTool, ImageForgeJobOperator, bpy.types.Operator):
+    """Remove the background of the active image, keeping only the object inside a drawn or clicked selection"""
+
+    bl_idname = "imageforge.remove_background_in_selection"
+    bl_label = "Remove Background in Selection"
+    selection_action = SelectionAction("REMOVE", "Remove Background in Selection", 25)
+    job_id = JobId.REFINE_IMAGE_SELECTION  # the background model on the selection's crop, as Refine Selection
+
+    selection: selection_property()
+    padding: bpy.props.IntProperty(
+        name="Padding", description="Context pixels the model sees around the selection", default=32, min=0
+    )
+    background_model: background_model_property()
+
+    def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
+        if not self.selection:
+            return start_drawing(self, "REMOVE")
+        return self.execute(context)
+
+    def prepare(self, context: bpy.types.Context) -> RefineImageSelectionParams:
+        image = self.target_image(context)
+        if not self.selection:
+            raise InputError("Select the object first: Click Select, or draw a box or lasso around it.")
+        selection = parse_selection(self.selection, image)
+        self._selection = selection.to_dict()
+        self._float = image.is_float
+        return job_parameters(
+            RefineImageSelectionParams,
+            input=self.input_path(image),
+            selection=selection,
+            padding=self.padding,
+            **chosen_background_model(self.background_model),
+        )
+
+    def land(self, _context: bpy.types.Context, result: JobResult) -> str:
+        # Inside the refined region the model's matte; everywhere else is background: transparent.
+        image = self.landed_image()
+        if self._float:
+            matte = matte_from_file(result.file(ResultName.ALPHA))
+            mask = refined_region(self._selection, self.padding, matte)
+            multiply_alpha(image, np.where(mask, matte, 0.0), result.directory)
+        else:
+            cutout = read_data_file(result.file(ResultName.CUTOUT))
+            mask = refined_region(self._selection, self.padding, cutout[..., 3])
+            keep_within(image, cutout, mask, result.directory)
+        return f"Removed the background of '{image.name}' outside the object in the selection"
+
+
+class IMAGEFORGE_OT_fill_selection(ImageTool, ImageForgeJobOperator, bpy.types.Operator):
+    """Fill a drawn or clicked selection with what could be behind it (inpainting); the rest stays as it was"""
+
+    bl_idname = "imageforge.fill_selection"
+    bl_label = "Fill Selection"
+    selection_action = SelectionAction("FILL", "Fill Selection", 40)
+    job_id = JobId.INPAINT_IMAGE
+
+    selection: selection_property()
+
+    def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
+        if not self.selection:
+            return start_drawing(self, "FILL")
+        return self.execute(context)
+
+    def prepare(self, context: bpy.types.Context) -> InpaintImageParams:
+        image = self.target_image(context)
+        if image.is_float:
+            # The fill comes back as an 8-bit PNG: landing it would clip the image's HDR values.
+            raise InputError(
+                f"'{image.name}' is a float (HDR) image; Fill Selection works on 8-bit images. Save a PNG copy first."
+            )
+        if not self.selection:
+            raise InputError("Select what to fill first: Click Select, or draw a box or lasso around it.")
+        selection = parse_selection(self.selection, image)
+        return job_parameters(InpaintImageParams, input=self.input_path(image), selection=selection)
+
+    def land(self, _context: bpy.types.Context, result: JobResult) -> str:
+        image = self.landed_image()
+        replace_from_file(image, result.file(ResultName.INPAINT))
+        return f"Filled the selection of '{image.name}'"
+
+
+CLASSES = (
+    IMAGEFORGE_OT_remove_background,
+    IMAGEFORGE_OT_upscale_image,
+    IMAGEFORGE_OT_refine_selection,
+    IMAGEFORGE_OT_remove_background_in_selection,
+    IMAGEFORGE_OT_fill_selection,
+)

@@ -83,6 +83,17 @@ def replace_within(image: bpy.types.Image, replacement: np.ndarray, mask: np.nda
     _replace_with_pixels(image, np.where(mask[..., None], replacement, pixels), directory)
 
 
+def keep_within(image: bpy.types.Image, replacement: np.ndarray, mask: np.ndarray, directory: Path) -> None:
+    """Take `replacement`'s RGBA where `mask` is true; elsewhere the image becomes transparent (its colour kept,
+    alpha 0): what lies outside a selection is background."""
+    pixels = read_pixels(image)
+    if replacement.shape != pixels.shape:
+        raise _size_error("result", replacement.shape, image)
+    cleared = pixels.copy()
+    cleared[..., 3] = 0.0
+    _replace_with_pixels(image, np.where(mask[..., None], replacement, cleared), directory)
+
+
 def _replace_with_pixels(image: bpy.types.Image, pixels: np.ndarray, directory: Path) -> None:
     """Write the new pixels to a file next to the job's results, then replace from that file.
 
