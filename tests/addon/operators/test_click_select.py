@@ -93,6 +93,15 @@ def submitted_by_the_tool() -> None:
         job.start_thread.join(timeout=5.0)
 
 
+def accept_when_answered(running) -> None:
+    """Timer ticks until a script-started Click Select has accepted its first mask, then the tool's submission."""
+    for _ in range(400):
+        if running.modal(bpy.context, SimpleNamespace(type="TIMER")) != {"RUNNING_MODAL"}:
+            break
+        time.sleep(0.01)
+    submitted_by_the_tool()
+
+
 def event(kind, value="PRESS", x=0, y=0, **keys):
     return SimpleNamespace(
         type=kind, value=value, mouse_region_x=x, mouse_region_y=y, **{"shift": False, "ctrl": False, **keys}
@@ -159,12 +168,7 @@ def test_a_point_off_the_image_is_refused_before_anything_is_sent(clicks, job_se
 
 def test_the_selection_is_stored_with_the_image_and_parallax_shot_takes_it(clicks, job_server):
     bpy.ops.imageforge.click_select("EXEC_DEFAULT", image_name="Photo", points="[[20, 15, 1]]", action="PARALLAX")
-    running = operator()
-    for _ in range(400):
-        if running.modal(bpy.context, SimpleNamespace(type="TIMER")) != {"RUNNING_MODAL"}:
-            break
-        time.sleep(0.01)
-    submitted_by_the_tool()
+    accept_when_answered(operator())
     stored = json.loads(clicks.image["imageforge_selection"])
     assert stored["mask"]["width"] == WIDTH
     assert any(parameters.get("selection") == stored for _job, parameters in job_server.submitted[1:])
@@ -222,12 +226,7 @@ def test_the_mask_is_drawn_over_the_image_on_the_gpu(offscreen):
 def test_enter_runs_every_selection_tool_with_the_mask(clicks, job_server, action, job):
     """Remove Background in Selection, Fill Selection and Refine Selection take Click Select's mask as Cutout does."""
     bpy.ops.imageforge.click_select("EXEC_DEFAULT", image_name="Photo", points="[[20, 15, 1]]", action=action)
-    running = operator()
-    for _ in range(400):
-        if running.modal(bpy.context, SimpleNamespace(type="TIMER")) != {"RUNNING_MODAL"}:
-            break
-        time.sleep(0.01)
-    submitted_by_the_tool()
+    accept_when_answered(operator())
     stored = json.loads(clicks.image["imageforge_selection"])
     assert stored == {"mask": {"width": WIDTH, "height": HEIGHT, "runs": list(runs(disc_mask([[20, 15, 1]])).runs)}}
     job_type, parameters = job_server.submitted[-1]

@@ -23,6 +23,17 @@ def pixels_of(name: str) -> np.ndarray:
     return read_pixels(bpy.data.images[name])
 
 
+def refined(matte: np.ndarray, cutout: np.ndarray):
+    """A stand-in refine-image-selection: the matte as 16-bit grey and the RGBA cutout, as the server writes them."""
+
+    def produce(parameters, directory):
+        write_png_gray16(directory / "alpha.png", matte)
+        write_png_rgba(directory / "cutout.png", cutout)
+        return {"alpha": "alpha.png", "cutout": "cutout.png"}
+
+    return produce
+
+
 @pytest.fixture
 def photo(job_server, tmp_path):
     """An 8×6 PNG photo on disk, shown by the active object's material; the undo history starts here."""
@@ -171,12 +182,7 @@ def test_refine_selection_changes_only_the_selected_pixels(job_server, photo, ca
     cutout = photo.copy()
     cutout[..., 3] = matte
 
-    def produce(parameters, directory):
-        write_png_gray16(directory / "alpha.png", matte)
-        write_png_rgba(directory / "cutout.png", cutout)
-        return {"alpha": "alpha.png", "cutout": "cutout.png"}
-
-    job_server.producers["refine-image-selection"] = produce
+    job_server.producers["refine-image-selection"] = refined(matte, cutout)
     selection = {"box": [2, 1, 6, 4]}
     outcome = run_job_operator(bpy.ops.imageforge.refine_selection, selection=json.dumps(selection))
     assert outcome == {"FINISHED"}
@@ -204,12 +210,7 @@ def test_refine_selection_lands_the_soft_edge_the_server_grew_into(job_server, t
     cutout = photo.copy()
     cutout[..., 3] = matte
 
-    def produce(parameters, directory):
-        write_png_gray16(directory / "alpha.png", matte)
-        write_png_rgba(directory / "cutout.png", cutout)
-        return {"alpha": "alpha.png", "cutout": "cutout.png"}
-
-    job_server.producers["refine-image-selection"] = produce
+    job_server.producers["refine-image-selection"] = refined(matte, cutout)
     outcome = run_job_operator(bpy.ops.imageforge.refine_selection, selection=json.dumps({"box": box}))
     assert outcome == {"FINISHED"}
     alpha = pixels_of("Photo")[..., 3]
@@ -229,12 +230,7 @@ def test_remove_background_in_selection_keeps_only_the_object_inside(job_server,
     cutout = photo.copy()
     cutout[..., 3] = matte
 
-    def produce(parameters, directory):
-        write_png_gray16(directory / "alpha.png", matte)
-        write_png_rgba(directory / "cutout.png", cutout)
-        return {"alpha": "alpha.png", "cutout": "cutout.png"}
-
-    job_server.producers["refine-image-selection"] = produce
+    job_server.producers["refine-image-selection"] = refined(matte, cutout)
     selection = {"lasso": [[2, 1], [6, 1], [6, 4], [2, 4]]}
     outcome = run_job_operator(bpy.ops.imageforge.remove_background_in_selection, selection=json.dumps(selection))
     assert outcome == {"FINISHED"}
@@ -254,12 +250,7 @@ def test_remove_background_in_selection_multiplies_float_images_to_zero_outside(
     matte = np.zeros((6, 8), dtype=np.float32)
     matte[1:4, 2:6] = 0.5
 
-    def produce(parameters, directory):
-        write_png_gray16(directory / "alpha.png", matte)
-        write_png_rgba(directory / "cutout.png", pixels)
-        return {"alpha": "alpha.png", "cutout": "cutout.png"}
-
-    job_server.producers["refine-image-selection"] = produce
+    job_server.producers["refine-image-selection"] = refined(matte, pixels)
     outcome = run_job_operator(bpy.ops.imageforge.remove_background_in_selection, selection='{"box": [2, 1, 6, 4]}')
     assert outcome == {"FINISHED"}
     before = pixels.astype(np.float32)

@@ -116,14 +116,13 @@ class IMAGEFORGE_OT_upscale_image(ImageTool, ImageForgeJobOperator, bpy.types.Op
         return f"Upscaled '{image.name}' to {image.size[0]} × {image.size[1]} px"
 
 
-class IMAGEFORGE_OT_refine_selection(ImageTool, ImageForgeJobOperator, bpy.types.Operator):
-    """Refine the background matte inside a drawn box or lasso; only that region and its soft edge change"""
+class RefinedSelectionTool(ImageTool):
+    """A tool that runs the background model on a selection's crop (refine-image-selection) and lands its matte
+    around the selection: Refine Selection and Remove Background in Selection. Subclasses set `drawing_action`
+    (Draw Selection's action when nothing is selected yet) and `nothing_selected` (the sentence otherwise)."""
 
-    bl_idname = "imageforge.refine_selection"
-    bl_label = "Refine Selection"
-    listings = (Listing(Surface.TOOLS_MENU, 30, "SELECT_SET"),)
-    selection_action = SelectionAction("REFINE", "Refine Selection", 10)
-    job_id = JobId.REFINE_IMAGE_SELECTION
+    drawing_action = ""
+    nothing_selected = ""
 
     selection: selection_property()
     padding: bpy.props.IntProperty(
@@ -133,13 +132,13 @@ class IMAGEFORGE_OT_refine_selection(ImageTool, ImageForgeJobOperator, bpy.types
 
     def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
         if not self.selection:  # from F3 or a menu: draw the region first
-            return start_drawing(self, "REFINE")
+            return start_drawing(self, self.drawing_action)
         return self.execute(context)
 
     def prepare(self, context: bpy.types.Context) -> RefineImageSelectionParams:
         image = self.target_image(context)
         if not self.selection:
-            raise InputError("Draw a box or lasso on the image first (Refine Selection in the ImageForge panel).")
+            raise InputError(self.nothing_selected)
         selection = parse_selection(self.selection, image)
         self._selection = selection.to_dict()
         self._float = image.is_float
@@ -151,66 +150,56 @@ class IMAGEFORGE_OT_refine_selection(ImageTool, ImageForgeJobOperator, bpy.types
             **chosen_background_model(self.background_model),
         )
 
-    def land(self, _context: bpy.types.Context, result: JobResult) -> str:
-        # The server's matte reaches a little beyond the drawn selection (soft edges it grew into): it lands
-        # wherever it is defined around the selection, not only inside it (scene/selection.py refined_region).
+    def refined(self, result: JobResult) -> tuple[bpy.types.Image, np.ndarray, np.ndarray]:
+        """The image, the result (float images: the matte; byte images: the RGBA cutout) and where it lands.
+
+        The server's matte reaches a little beyond the drawn selection (soft edges it grew into): it lands
+        wherever it is defined around the selection, not only inside it (scene/selection.py refined_region)."""
         image = self.landed_image()
         if self._float:
-            matte = matte_from_file(result.file(ResultName.ALPHA))
-            mask = refined_region(self._selection, self.padding, matte)
-            multiply_alpha(image, matte, result.directory, mask)
+            values = matte_from_file(result.file(ResultName.ALPHA))
+            return image, values, refined_region(self._selection, self.padding, values)
+        values = read_data_file(result.file(ResultName.CUTOUT))
+        return image, values, refined_region(self._selection, self.padding, values[..., 3])
+
+
+class IMAGEFORGE_OT_refine_selection(RefinedSelectionTool, ImageForgeJobOperator, bpy.types.Operator):
+    """Refine the background matte inside a drawn box or lasso; only that region and its soft edge change"""
+
+    bl_idname = "imageforge.refine_selection"
+    bl_label = "Refine Selection"
+    listings = (Listing(Surface.TOOLS_MENU, 30, "SELECT_SET"),)
+    selection_action = SelectionAction("REFINE", "Refine Selection", 10)
+    job_id = JobId.REFINE_IMAGE_SELECTION
+    drawing_action = "REFINE"
+    nothing_selected = "Draw a box or lasso on the image first (Refine Selection in the ImageForge panel)."
+
+    def land(self, _context: bpy.types.Context, result: JobResult) -> str:
+        image, values, mask = self.refined(result)
+        if self._float:
+            multiply_alpha(image, values, result.directory, mask)
         else:
-            cutout = read_data_file(result.file(ResultName.CUTOUT))
-            mask = refined_region(self._selection, self.padding, cutout[..., 3])
-            replace_within(image, cutout, mask, result.directory)
+            replace_within(image, values, mask, result.directory)
         return f"Refined {int(mask.sum())} pixels of '{image.name}'"
 
 
-class IMAGEFORGE_OT_remove_background_in_selection(ImageTool, ImageForgeJobOperator, bpy.types.Operator):
+class IMAGEFORGE_OT_remove_background_in_selection(RefinedSelectionTool, ImageForgeJobOperator, bpy.types.Operator):
     """Remove the background of the active image, keeping only the object inside a drawn or clicked selection"""
 
     bl_idname = "imageforge.remove_background_in_selection"
     bl_label = "Remove Background in Selection"
     selection_action = SelectionAction("REMOVE", "Remove Background in Selection", 25)
     job_id = JobId.REFINE_IMAGE_SELECTION  # the background model on the selection's crop, as Refine Selection
-
-    selection: selection_property()
-    padding: bpy.props.IntProperty(
-        name="Padding", description="Context pixels the model sees around the selection", default=32, min=0
-    )
-    background_model: background_model_property()
-
-    def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
-        if not self.selection:
-            return start_drawing(self, "REMOVE")
-        return self.execute(context)
-
-    def prepare(self, context: bpy.types.Context) -> RefineImageSelectionParams:
-        image = self.target_image(context)
-        if not self.selection:
-            raise InputError("Select the object first: Click Select, or draw a box or lasso around it.")
-        selection = parse_selection(self.selection, image)
-        self._selection = selection.to_dict()
-        self._float = image.is_float
-        return job_parameters(
-            RefineImageSelectionParams,
-            input=self.input_path(image),
-            selection=selection,
-            padding=self.padding,
-            **chosen_background_model(self.background_model),
-        )
+    drawing_action = "REMOVE"
+    nothing_selected = "Select the object first: Click Select, or draw a box or lasso around it."
 
     def land(self, _context: bpy.types.Context, result: JobResult) -> str:
         # Inside the refined region the model's matte; everywhere else is background: transparent.
-        image = self.landed_image()
+        image, values, mask = self.refined(result)
         if self._float:
-            matte = matte_from_file(result.file(ResultName.ALPHA))
-            mask = refined_region(self._selection, self.padding, matte)
-            multiply_alpha(image, np.where(mask, matte, 0.0), result.directory)
+            multiply_alpha(image, np.where(mask, values, 0.0), result.directory)
         else:
-            cutout = read_data_file(result.file(ResultName.CUTOUT))
-            mask = refined_region(self._selection, self.padding, cutout[..., 3])
-            keep_within(image, cutout, mask, result.directory)
+            keep_within(image, values, mask, result.directory)
         return f"Removed the background of '{image.name}' outside the object in the selection"
 
 
