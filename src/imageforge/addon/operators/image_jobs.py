@@ -4,7 +4,7 @@ Click Select's mask."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import bpy
 import numpy as np
@@ -120,6 +120,10 @@ class RefinedSelectionTool(ImageTool):
     """A tool that runs the background model on a selection's crop (refine-image-selection) and lands its matte
     around the selection: Refine Selection and Remove Background in Selection. Subclasses set `drawing_action`
     (Draw Selection's action when nothing is selected yet) and `nothing_selected` (the sentence otherwise)."""
+
+    if TYPE_CHECKING:  # what the job operator this mixin joins provides (operators/base.py)
+
+        def execute(self, context: bpy.types.Context) -> set[str]: ...
 
     drawing_action = ""
     nothing_selected = ""

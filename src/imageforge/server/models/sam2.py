@@ -23,7 +23,7 @@ from ...contract import ModelUnavailableError
 from ...contract.catalog import Family
 from ...contract.segment_prompts import Clicks, PromptBox
 from .base import Adapter
-from .sam2_resize import antialiased_bilinear, bilinear
+from .sam2_resize import antialiased_bilinear, positive_mask
 
 INPUT_SIZE = 1024
 MEAN = np.array([0.485, 0.456, 0.406], np.float32)
@@ -63,7 +63,7 @@ class Prediction:
     def mask(self, size: tuple[int, int], candidate: int | None = None) -> np.ndarray:
         """(height, width) booleans: the candidate's logits upsampled to `size` and thresholded at 0."""
         index = self.chosen if candidate is None else candidate
-        return bilinear(self.logits[index], size) > 0.0
+        return positive_mask(self.logits[index], size)
 
 
 class Sam2Adapter(Adapter):

@@ -7,6 +7,12 @@
   align_corners=False)` and no antialiasing: source position (i + 0.5)·in/out − 0.5, clamped at 0.
 
 Both work on a (height, width, channels) or (height, width) float32 array, one axis after the other.
+
+`positive_mask` is the second one thresholded at 0, computed only where the result can be positive: a bilinear
+value is a convex combination of its (at most) four source neighbours, so a pixel none of whose neighbours is
+positive is not positive either. Inside that rectangle it runs the same float32 operations as `bilinear`, so the
+mask is the same bit for bit (tests/server/models/test_sam2_resize.py); outside it is False. A click's mask
+covers a part of the image, so most of the 2 Mpx of a 1080p upsampling are never computed.
 """
 
 from __future__ import annotations
@@ -26,6 +32,59 @@ def bilinear(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     width, height = size
     across = _linear_axis(image, width, axis=1)
     return _linear_axis(across, height, axis=0)
+
+
+def positive_mask(logits: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """(height, width) booleans: `bilinear(logits, size) > 0` for a (H, W) float32 plane, computed only where it
+    can be true."""
+    width, height = size
+    mask = np.zeros((height, width), bool)
+    rows, columns = np.nonzero(logits > 0.0)
+    if not rows.size:
+        return mask
+    ys = _reached(logits.shape[0], height, int(np.min(rows)), int(np.max(rows)))
+    xs = _reached(logits.shape[1], width, int(np.min(columns)), int(np.max(columns)))
+    if ys is None or xs is None:  # shrinking, no output pixel reads a positive one
+        return mask
+    low, high, fraction = _linear_taps(logits.shape[1], width)
+    plane = logits.astype(np.float32, copy=False)
+    if logits.shape[1] != width:  # across, for the source rows the wanted output rows read
+        row_low, row_high, _ = _linear_taps(logits.shape[0], height)
+        first, stop = int(np.min(row_low[ys])), int(np.max(row_high[ys])) + 1
+        part = plane[first:stop]
+        plane = np.zeros((logits.shape[0], xs.stop - xs.start), np.float32)
+        plane[first:stop] = part[:, low[xs]] * (1.0 - fraction[xs]) + part[:, high[xs]] * fraction[xs]
+    else:
+        plane = plane[:, xs]
+    if logits.shape[0] != height:
+        low, high, fraction = _linear_taps(logits.shape[0], height)
+        column = (slice(None), None)
+        plane = plane[low[ys]] * (1.0 - fraction[ys])[column] + plane[high[ys]] * fraction[ys][column]
+    else:
+        plane = plane[ys]
+    mask[ys, xs] = plane > 0.0
+    return mask
+
+
+def _reached(length: int, output: int, first: int, last: int) -> slice | None:
+    """The output pixels whose bilinear taps touch source pixels `first`..`last`: a contiguous range, since the
+    taps only move forward along the axis (None: none does, which can happen when shrinking)."""
+    if length == output:
+        return slice(first, last + 1)
+    low, high, _ = _linear_taps(length, output)
+    reached = np.nonzero((high >= first) & (low <= last))[0]
+    if not reached.size:
+        return None
+    return slice(int(reached[0]), int(reached[-1]) + 1)
+
+
+def _linear_taps(length: int, output: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per output pixel along one axis: the two source pixels and the weight of the second (F.interpolate's
+    half-pixel centres, clamped at 0)."""
+    source = np.maximum((np.arange(output, dtype=np.float32) + 0.5) * np.float32(length / output) - 0.5, 0.0)
+    low = np.floor(source).astype(np.int64)
+    high = np.minimum(low + 1, length - 1)
+    return low, high, (source - low).astype(np.float32)
 
 
 def _filter_axis(image: np.ndarray, output: int, *, axis: int) -> np.ndarray:
@@ -56,10 +115,7 @@ def _linear_axis(image: np.ndarray, output: int, *, axis: int) -> np.ndarray:
     length = image.shape[axis]
     if length == output:
         return image
-    source = np.maximum((np.arange(output, dtype=np.float32) + 0.5) * np.float32(length / output) - 0.5, 0.0)
-    low = np.floor(source).astype(np.int64)
-    high = np.minimum(low + 1, length - 1)
-    fraction = (source - low).astype(np.float32)
+    low, high, fraction = _linear_taps(length, output)
     moved = np.moveaxis(image, axis, 0).astype(np.float32, copy=False)
     shape = (output,) + (1,) * (moved.ndim - 1)
     result = moved[low] * (1.0 - fraction).reshape(shape) + moved[high] * fraction.reshape(shape)
