@@ -304,15 +304,16 @@ def models_convert(args: argparse.Namespace) -> int:
     """Convert a model on this machine through the job server (convert-model); prints the new file's path."""
     from ..contract.conversions import load_conversions
 
-    conversion = load_conversions().get(args.key)  # unknown keys fail here with the list of valid ones
+    conversions = load_conversions()
+    conversion = conversions.get(args.key)  # unknown keys fail here with the list of valid ones
     _say(
         f"Converting {conversion.label}: a converter environment (about "
-        f"{load_conversions().environment.approximate_bytes / 1e9:.1f} GB, once), the official weights (about "
+        f"{conversions.environment.approximate_bytes / 1e9:.1f} GB, once), the official weights (about "
         f"{conversion.approximate_download_bytes / 1e6:.0f} MB), then an export of several minutes; Ctrl-C cancels."
     )
     result = _run_on_server(_storage_root(args), "convert-model", {"model": args.key})
     report = json.loads(result.file(ResultName.CONVERSION).read_text(encoding="utf-8"))
-    _say(f"{report['model']} is ready and is now the default camera model (generate-multiview-cameras).")
+    _say(f"{report['model']} is ready and is now {conversion.result.purpose}.")
     print(report["path"])
     return 0
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..contract import ImageForgeError, InputError
+from ..contract.conversions import load_conversions
 from . import commands
 
 EXIT_FAILED = 1
@@ -129,9 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
     download.add_argument("key", help="Catalog key, e.g. BEN2_BASE")
     download.set_defaults(handler=commands.models_download)
     convert = models_sub.add_parser(
-        "convert", help="Make a model on this machine (DA3 with cameras) through the job server; prints its path"
+        "convert",
+        help="Make a model on this machine (DA3 with cameras, SAM 2.1) through the job server; prints its path",
     )
-    convert.add_argument("key", help="DA3_SMALL or DA3_BASE")
+    convert.add_argument("key", help=", ".join(item.key for item in load_conversions().conversions))
     convert.set_defaults(handler=commands.models_convert)
     models_sub.add_parser("verify", help="Re-hash every downloaded model file").set_defaults(
         handler=commands.models_verify

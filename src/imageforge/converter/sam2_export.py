@@ -20,8 +20,13 @@ against the official predictor on random weights. This export keeps everything t
   masks 1–3 (multimask) or token 0 with its stability fallback is the adapter's (server/models/sam2.py), with
   the delta and threshold written in the report.
 
-Prints JSON lines: {"progress": f, "message": m} while working, then the report (files, sizes, SHA-256, the
-largest difference against torch on a random input).
+With `--progress`, JSON lines {"progress": f, "message": m} come first; last comes the report, as the
+server's convert-model job reads it (server/conversion/exporter.py): `files` [{path, bytes, sha256}] inside
+`--output`, `check_max_abs` and `check_relative_error` (ONNX Runtime against torch on a random image and three
+prompt sizes, the decoder fed ONNX Runtime's encoder output: {encoder, decoder}, the error relative to the
+largest torch value), and `options` for the catalog entry (the stability delta and threshold). The graphs are
+written into `<output>.part/` and moved into `--output` only once the relative error is within `--tolerance`;
+when it is not, nothing is kept and the last words are "disagrees with torch by X (limit Y)".
 """
 
 from __future__ import annotations
@@ -29,7 +34,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +48,8 @@ CONFIGS = {"tiny": "configs/sam2.1/sam2.1_hiera_t.yaml", "small": "configs/sam2.
 FEATURE_SIZES = ((256, 256), (128, 128), (64, 64))
 INPUT_SIZE = 1024
 OPSET = 17
+GRAPHS = ("encoder.onnx", "decoder.onnx")
+REPORTING = {"progress": False}  # main's --progress
 
 
 class ImageEncoder(nn.Module):
@@ -90,9 +100,15 @@ class PromptDecoder(nn.Module):
 
 
 def build_model(variant: str, weights: Path) -> Any:
+    """The official network from the package's configuration, with `weights` (refused in one sentence when they
+    are not a SAM 2.1 checkpoint of this size)."""
     from sam2.build_sam import build_sam2
 
-    return build_sam2(CONFIGS[variant], str(weights), device="cpu", mode="eval")
+    try:
+        return build_sam2(CONFIGS[variant], str(weights), device="cpu", mode="eval")
+    except (RuntimeError, KeyError, TypeError, ValueError, EOFError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else "missing or unexpected parameters"
+        raise SystemExit(f"The weights do not fit SAM 2.1 {variant}: {reason}.") from None
 
 
 def random_checkpoint(variant: str, seed: int, output: Path) -> Path:
@@ -126,7 +142,7 @@ def random_checkpoint(variant: str, seed: int, output: Path) -> Path:
 
 def export(model: Any, directory: Path) -> tuple[Path, Path]:
     directory.mkdir(parents=True, exist_ok=True)
-    encoder_path, decoder_path = directory / "encoder.onnx", directory / "decoder.onnx"
+    encoder_path, decoder_path = (directory / name for name in GRAPHS)
     encoder, decoder = ImageEncoder(model).eval(), PromptDecoder(model).eval()
     image = torch.randn(1, 3, INPUT_SIZE, INPUT_SIZE)
     with torch.no_grad():
@@ -135,7 +151,7 @@ def export(model: Any, directory: Path) -> tuple[Path, Path]:
             encoder, (image,), str(encoder_path), opset_version=OPSET, dynamo=False,
             input_names=["image"], output_names=["high_res_feats_0", "high_res_feats_1", "image_embed"],
         )  # fmt: skip
-        say(0.6, "Exported the image encoder")
+        say(0.6, "Exporting the prompt encoder and mask decoder to ONNX")
         coords = torch.tensor([[[500.0, 375.0], [100.0, 900.0]]])
         labels = torch.tensor([[1.0, 0.0]])
         torch.onnx.export(
@@ -145,12 +161,13 @@ def export(model: Any, directory: Path) -> tuple[Path, Path]:
             output_names=["masks", "iou_predictions", "object_score_logits"],
             dynamic_axes={"point_coords": {1: "points"}, "point_labels": {1: "points"}},
         )  # fmt: skip
-    say(0.7, "Exported the prompt encoder and mask decoder")
+    say(0.7, "Exported both graphs")
     return encoder_path, decoder_path
 
 
 def verify(model: Any, encoder_path: Path, decoder_path: Path) -> dict[str, float]:
-    """Largest absolute differences of ONNX Runtime against torch on a random image and three prompt sizes."""
+    """Largest absolute differences of ONNX Runtime against torch on a random image and three prompt sizes, and
+    the same relative to the largest torch value of each output (`*_relative`)."""
     import numpy as np
     import onnxruntime
 
@@ -161,8 +178,16 @@ def verify(model: Any, encoder_path: Path, decoder_path: Path) -> dict[str, floa
     with torch.no_grad():
         expected = ImageEncoder(model)(image)
     got = encoder.run(None, {"image": image.numpy()})
-    figures = {"encoder_max_abs": max(float(np.abs(a - b.numpy()).max()) for a, b in zip(got, expected, strict=True))}
-    worst = 0.0
+    figures = {"encoder_max_abs": 0.0, "encoder_relative": 0.0, "decoder_max_abs": 0.0, "decoder_relative": 0.0}
+
+    def compare(graph: str, ours: list[Any], theirs: Any) -> None:
+        for have, want in zip(ours, theirs, strict=True):
+            error = float(np.abs(have - want.numpy()).max())
+            figures[f"{graph}_max_abs"] = max(figures[f"{graph}_max_abs"], error)
+            relative = error / max(float(want.abs().max()), 1e-12)
+            figures[f"{graph}_relative"] = max(figures[f"{graph}_relative"], relative)
+
+    compare("encoder", got, expected)
     for count in (1, 3, 6):
         coords = torch.rand(1, count, 2, generator=generator) * INPUT_SIZE
         labels = torch.randint(0, 4, (1, count), generator=generator).float()
@@ -172,14 +197,14 @@ def verify(model: Any, encoder_path: Path, decoder_path: Path) -> dict[str, floa
             "image_embed": got[2], "high_res_feats_0": got[0], "high_res_feats_1": got[1],
             "point_coords": coords.numpy(), "point_labels": labels.numpy(),
         }  # fmt: skip
-        outputs = decoder.run(None, feeds)
-        worst = max(worst, *(float(np.abs(a - b.numpy()).max()) for a, b in zip(outputs, reference, strict=True)))
-    figures["decoder_max_abs"] = worst
+        compare("decoder", decoder.run(None, feeds), reference)
     return figures
 
 
 def say(fraction: float, message: str) -> None:
-    print(json.dumps({"progress": fraction, "message": message}), flush=True)
+    """A progress line for whoever runs the exporter (only with --progress)."""
+    if REPORTING["progress"]:
+        print(json.dumps({"progress": fraction, "message": message}), flush=True)
 
 
 def sha256(path: Path) -> str:
@@ -196,30 +221,51 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weights", type=Path, help="an official checkpoint (.pt)")
     parser.add_argument("--random-weights", type=int, metavar="SEED", help="write and use a random checkpoint")
     parser.add_argument("--output", type=Path, required=True, help="folder for encoder.onnx and decoder.onnx")
+    parser.add_argument("--tolerance", type=float, default=1e-3, help="largest relative error against torch")
+    parser.add_argument("--progress", action="store_true", help="print JSON progress lines before the report")
     args = parser.parse_args(argv)
-    torch.manual_seed(0)
-    weights = args.weights
-    if args.random_weights is not None:
-        weights = random_checkpoint(args.model, args.random_weights, args.output / "random-weights.pt")
-    if weights is None:
+    if args.weights is None and args.random_weights is None:
         parser.error("give --weights or --random-weights")
-    say(0.05, f"Building SAM 2.1 {args.model}")
-    model = build_model(args.model, weights)
-    encoder_path, decoder_path = export(model, args.output)
-    say(0.75, "Checking the export against torch")
-    check = verify(model, encoder_path, decoder_path)
+    REPORTING["progress"] = args.progress
+    started = time.perf_counter()
+    torch.manual_seed(0)
+    partial = args.output.with_name(args.output.name + ".part")
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        weights = args.weights
+        if args.random_weights is not None:
+            weights = random_checkpoint(args.model, args.random_weights, partial / "random-weights.pt")
+        say(0.0, f"Building SAM 2.1 {args.model} and loading the weights")
+        model = build_model(args.model, weights)
+        say(0.05, "Exporting the image encoder to ONNX")
+        encoder_path, decoder_path = export(model, partial)
+        say(0.75, "Checking the ONNX files against torch")
+        figures = verify(model, encoder_path, decoder_path)
+        worst = max(figures["encoder_relative"], figures["decoder_relative"])
+        if worst > args.tolerance:
+            raise SystemExit(f"The ONNX export disagrees with torch by {worst:.2g} (limit {args.tolerance}).")
+        args.output.mkdir(parents=True, exist_ok=True)
+        for name in GRAPHS:
+            os.replace(partial / name, args.output / name)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     decoder = model.sam_mask_decoder
     report = {
         "model": args.model,
+        "output": str(args.output),
         "files": [
-            {"path": path.name, "size": path.stat().st_size, "sha256": sha256(path)}
-            for path in (encoder_path, decoder_path)
+            {"path": name, "bytes": (args.output / name).stat().st_size, "sha256": sha256(args.output / name)}
+            for name in GRAPHS
         ],
-        "stability_delta": float(decoder.dynamic_multimask_stability_delta),
-        "stability_threshold": float(decoder.dynamic_multimask_stability_thresh),
-        "check": check,
+        "check_max_abs": {graph: figures[f"{graph}_max_abs"] for graph in ("encoder", "decoder")},
+        "check_relative_error": {graph: figures[f"{graph}_relative"] for graph in ("encoder", "decoder")},
+        "options": {
+            "stability_delta": float(decoder.dynamic_multimask_stability_delta),
+            "stability_threshold": float(decoder.dynamic_multimask_stability_thresh),
+        },
+        "seconds": round(time.perf_counter() - started, 1),
     }
-    print(json.dumps({"report": report}), flush=True)
+    print(json.dumps(report), flush=True)
     return 0
 
 

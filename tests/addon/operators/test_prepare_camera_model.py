@@ -11,7 +11,7 @@ from recording import draw
 from result_files import write_json
 from scenes import undo_steps
 
-from imageforge.contract.catalog import Family, local_overlay_path
+from imageforge.contract.catalog import Family, ModelFile, local_overlay_path
 from imageforge.contract.conversions import load_conversions
 
 CONVERTED_BYTES = 4096
@@ -22,11 +22,13 @@ def convert_like_the_server(storage: Path):
 
     def produce(parameters, directory: Path) -> dict[str, str]:
         conversion = load_conversions().get(parameters["model"])
-        model = storage / "models" / conversion.result.directory / conversion.result.path
+        (name,) = conversion.result.files
+        model = storage / "models" / conversion.result.directory / name
         model.parent.mkdir(parents=True, exist_ok=True)
         model.write_bytes(b"\0" * CONVERTED_BYTES)
         overlay = local_overlay_path(storage)
-        write_json(overlay, {"models": [conversion.catalog_record(CONVERTED_BYTES, "e" * 64)]})
+        record = conversion.catalog_record([ModelFile(name, CONVERTED_BYTES, "e" * 64)])
+        write_json(overlay, {"models": [record]})
         return {"conversion": write_json(directory / "conversion.json", {"model": conversion.result.key}).name}
 
     return produce
@@ -79,7 +81,9 @@ def test_the_dialog_names_the_download_the_time_and_esc(addon):
     base = " ".join(conversion_dialog(conversions, conversions.get("DA3_BASE")))
     assert "about 541 MB" in base and "about 20 minutes" in base
     items = bpy.ops.imageforge.prepare_camera_model.get_rna_type().properties["model"].enum_items.keys()
-    assert list(items) == ["DA3_SMALL", "DA3_BASE"]  # Large and Giant (CC BY-NC) are never offered
+    # Large and Giant (CC BY-NC) are never offered; SAM 2.1's conversions are no camera model.
+    assert list(items) == ["DA3_SMALL", "DA3_BASE"]
+    assert {item.key for item in conversions.conversions} > set(items)
 
 
 def test_a_failed_conversion_is_one_error_report_and_changes_nothing(job_server, reports):

@@ -4,6 +4,8 @@ told in one sentence, a cancelled child process group, the local overlay, and a 
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import stat
 import time
@@ -12,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from imageforge.contract import ModelUnavailableError, ResourceExhaustedError
-from imageforge.contract.catalog import load_catalog
+from imageforge.contract.catalog import ModelFile, load_catalog, parse_catalog
 from imageforge.contract.conversions import WHEELHOUSE_VARIABLE, load_conversions
 from imageforge.server.conversion.environment import (
     UV_VARIABLE,
     converters_root,
     ensure_environment,
     find_uv,
+    install_commands,
     uv_step,
 )
 from imageforge.server.conversion.exporter import export_model
@@ -55,7 +58,7 @@ def test_a_failed_environment_build_says_which_step_and_leaves_nothing(tmp_path,
     messages: list[str] = []
     with pytest.raises(ModelUnavailableError, match=r"^Could not install torch==2\.13\.0 \(CPU\) for the converter: "):
         ensure_environment(tmp_path, environment, uv_step(tmp_path / "uv.log", lambda: False), messages.append)
-    assert messages[-1].startswith("Installing the converter (1/2: install torch==2.13.0 (CPU), from ")
+    assert messages[-1].startswith("Installing the converter (1/3: install torch==2.13.0 (CPU), from ")
     assert not (converters_root(tmp_path) / environment.digest).exists()
 
 
@@ -63,6 +66,96 @@ def test_a_wheelhouse_that_is_not_a_folder_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv(WHEELHOUSE_VARIABLE, str(tmp_path / "nowhere"))
     with pytest.raises(ModelUnavailableError, match=f"{WHEELHOUSE_VARIABLE} names .*nowhere, which is not a folder"):
         ensure_environment(tmp_path, load_conversions().environment, lambda *_: None, lambda _: None)
+
+
+def test_the_source_packages_are_built_last_without_isolation_and_without_cuda(tmp_path, monkeypatch):
+    monkeypatch.delenv(WHEELHOUSE_VARIABLE, raising=False)
+    environment = load_conversions().environment
+    installs = install_commands("uv", tmp_path / "python", environment)
+    assert [what for _, what, _ in installs] == [
+        "install torch==2.13.0 (CPU)",
+        "install the converter's packages",
+        "build the converter's source packages",
+    ]
+    command, _, variables = installs[-1]
+    assert command[-3:] == ["antlr4-python3-runtime==4.9.3", "iopath==0.1.10", "sam2==1.1.0"]
+    assert "--no-deps" in command and "--no-build-isolation" in command and "--index-url" not in command
+    assert variables == {"SAM2_BUILD_CUDA": "0"}
+    assert "setuptools==84.2.1" in installs[1][0]  # the build backend is installed before them
+    wheels = tmp_path / "wheels"
+    monkeypatch.setenv(WHEELHOUSE_VARIABLE, str(wheels))
+    command, _, _ = install_commands("uv", tmp_path / "python", environment)[-1]
+    assert command[command.index("--no-index") : command.index("--no-index") + 3] == [
+        "--no-index",
+        "--find-links",
+        str(wheels),
+    ]
+
+
+def test_the_environments_name_changes_with_a_build_variable():
+    environment = load_conversions().environment
+    changed = dataclasses.replace(environment, build_environment={"SAM2_BUILD_CUDA": "1"})
+    assert changed.digest != environment.digest
+
+
+def reporting_exporter(tmp_path: Path, files: list[str], written: list[str]) -> Path:
+    """An exporter that writes `written` into its --output folder and reports `files` there."""
+    report = {
+        "files": [{"path": name, "bytes": 3, "sha256": "f" * 64} for name in files],
+        "check_max_abs": {"encoder": 1e-5, "decoder": 2e-5},
+        "check_relative_error": {"encoder": 1e-6, "decoder": 3e-6},
+        "options": {"stability_delta": 0.05},
+    }
+    touch = "".join(f'printf abc > "$out/{name}"\n' for name in written)
+    return executable(
+        tmp_path / "python",
+        '#!/bin/sh\nwhile [ "$1" != "--output" ]; do shift; done\nout="$2"\nmkdir -p "$out"\n'
+        f"{touch}echo '{json.dumps(report)}'\n",
+    )
+
+
+def test_an_exporter_of_several_files_reports_each_in_the_results_order(tmp_path):
+    conversion = load_conversions().get("SAM2_TINY")
+    exported = export_model(
+        reporting_exporter(tmp_path, ["decoder.onnx", "encoder.onnx"], ["encoder.onnx", "decoder.onnx"]),
+        conversion,
+        tmp_path / "weights.pt",
+        tmp_path / "out",
+        log=tmp_path / "exporter.log",
+        cancelled=lambda: False,
+        report=lambda *_: None,
+        job_log=lambda _: None,
+    )
+    assert [item.path for item in exported.files] == [
+        tmp_path / "out" / "encoder.onnx",
+        tmp_path / "out" / "decoder.onnx",
+    ]
+    assert exported.checks == {
+        "check_max_abs": {"encoder": 1e-5, "decoder": 2e-5},
+        "check_relative_error": {"encoder": 1e-6, "decoder": 3e-6},
+    }
+    record = conversion.catalog_record(
+        [ModelFile(item.path.name, item.size, item.sha256) for item in exported.files], exported.options
+    )
+    (entry,) = parse_catalog({"models": [record]}, Path("overlay.json")).models
+    assert entry.options["stability_delta"] == 0.05 and entry.options["encoder"] == "encoder.onnx"
+
+
+def test_an_exporter_that_left_out_a_file_fails_in_one_sentence(tmp_path):
+    with pytest.raises(ModelUnavailableError) as raised:
+        export_model(
+            reporting_exporter(tmp_path, ["encoder.onnx", "decoder.onnx"], ["encoder.onnx"]),
+            load_conversions().get("SAM2_TINY"),
+            tmp_path / "weights.pt",
+            tmp_path / "out",
+            log=tmp_path / "exporter.log",
+            cancelled=lambda: False,
+            report=lambda *_: None,
+            job_log=lambda _: None,
+        )
+    assert str(raised.value) == (
+        "The exporter of SAM 2.1 Hiera Tiny reported success but did not write encoder.onnx and decoder.onnx."
+    )
 
 
 def fake_exporter(tmp_path: Path, stderr: str, status: int = 1) -> Path:
@@ -143,13 +236,15 @@ def _alive(pid: int) -> bool:
 
 def test_the_overlay_keeps_one_default_per_family(tmp_path):
     conversions = load_conversions()
-    register(tmp_path, conversions.get("DA3_SMALL").catalog_record(1, "a" * 64))
-    register(tmp_path, conversions.get("DA3_BASE").catalog_record(2, "b" * 64))
+    register(tmp_path, conversions.get("DA3_SMALL").catalog_record([ModelFile("da3_small_cameras.onnx", 1, "a" * 64)]))
+    register(tmp_path, conversions.get("DA3_BASE").catalog_record([ModelFile("da3_base_cameras.onnx", 2, "b" * 64)]))
     catalog = load_catalog(storage_root=tmp_path)
     assert catalog.get("DA3_SMALL_CAMERAS").default is False
     assert catalog.get("DA3_BASE_CAMERAS").default is True
     assert catalog.default_for(catalog.get("DA3_BASE_CAMERAS").family).key == "DA3_BASE_CAMERAS"
-    register(tmp_path, conversions.get("DA3_SMALL").catalog_record(3, "c" * 64))  # converted again: default again
+    register(
+        tmp_path, conversions.get("DA3_SMALL").catalog_record([ModelFile("da3_small_cameras.onnx", 3, "c" * 64)])
+    )  # converted again: default again
     catalog = load_catalog(storage_root=tmp_path)
     assert [(entry.key, entry.default) for entry in catalog.models if entry.key.endswith("_CAMERAS")] == [
         ("DA3_BASE_CAMERAS", False),
@@ -159,7 +254,10 @@ def test_the_overlay_keeps_one_default_per_family(tmp_path):
 
 
 def test_a_converted_file_gone_missing_asks_for_a_new_conversion_not_a_download(tmp_path):
-    register(tmp_path, load_conversions().get("DA3_SMALL").catalog_record(10, "d" * 64))
+    register(
+        tmp_path,
+        load_conversions().get("DA3_SMALL").catalog_record([ModelFile("da3_small_cameras.onnx", 10, "d" * 64)]),
+    )
     entry = load_catalog(storage_root=tmp_path).get("DA3_SMALL_CAMERAS")
     with pytest.raises(ModelUnavailableError) as raised:
         ensure_models(tmp_path, [entry], sources=DownloadSources(), report=lambda *_: None, cancelled=lambda: False)
@@ -167,6 +265,19 @@ def test_a_converted_file_gone_missing_asks_for_a_new_conversion_not_a_download(
         "Depth Anything 3 Small (cameras, converted) was converted on this machine and its file is missing; "
         "convert it again with 'imageforge models convert DA3_SMALL' or the Models panel's "
         "Prepare DA3 camera model… button."
+    )
+
+
+def test_a_converted_segment_model_gone_missing_names_the_cli_only(tmp_path):
+    conversion = load_conversions().get("SAM2_SMALL")
+    files = [ModelFile(name, 10, "d" * 64) for name in conversion.result.files]
+    register(tmp_path, conversion.catalog_record(files))
+    entry = load_catalog(storage_root=tmp_path).get("SAM2_SMALL_ONNX")
+    with pytest.raises(ModelUnavailableError) as raised:
+        ensure_models(tmp_path, [entry], sources=DownloadSources(), report=lambda *_: None, cancelled=lambda: False)
+    assert str(raised.value) == (
+        "SAM 2.1 Hiera Small (click select, converted) was converted on this machine and its file is missing; "
+        "convert it again with 'imageforge models convert SAM2_SMALL'."
     )
 
 

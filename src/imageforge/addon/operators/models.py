@@ -69,6 +69,7 @@ class IMAGEFORGE_OT_prepare_camera_model(ImageForgeJobOperator, bpy.types.Operat
         items=[
             (item.key, item.label, f"{item.repository}, about {item.approximate_download_bytes / 1e6:.0f} MB")
             for item in CONVERSIONS.conversions
+            if item.result.family == "multiview"  # the camera models; SAM 2.1 is converted from the CLI
         ],
     )
 

@@ -1,4 +1,4 @@
-"""The throwaway converter environment: Python 3.11 with torch CPU and DA3's package, built with uv, reused.
+"""The throwaway converter environment: Python 3.11 with torch CPU, DA3's and SAM 2's packages, built with uv, reused.
 
 It lives in `<storage>/converters/<digest>/venv`, the digest naming its exact pins (contract/conversions.json),
 and counts as ready only once `environment.json` (written last) names the same pins: a half-built or older
@@ -6,8 +6,11 @@ environment is deleted and built again; environments of other pins are deleted w
 
 Every package is installed with `--no-deps` from its exact pin, so no resolver ever chooses a version, least
 of all another torch. torch comes from the PyTorch CPU index (a CPU build, no CUDA libraries), everything
-else from PyPI; with $IMAGEFORGE_CONVERTER_WHEELS (local folders of wheels, os.pathsep between them) uv
-looks only there (`--no-index --find-links`): offline and air-gapped machines, and the tests.
+else from PyPI; with $IMAGEFORGE_CONVERTER_WHEELS (local folders of wheels and sdists, os.pathsep between
+them) uv looks only there (`--no-index --find-links`): offline and air-gapped machines, and the tests.
+The packages published only as source (`source_packages`: sam2, iopath, hydra's antlr runtime) come last,
+built with `--no-build-isolation` against the torch and setuptools already installed (an isolated build would
+fetch a torch of its own) and with the pins' `build_environment` (SAM2_BUILD_CUDA=0: no CUDA extension).
 
 uv is the one the add-on's setup seeded into `<storage>/tools/` (BlendJob's place for it), else the one the
 extension ships (`tools/` beside the package), else $IMAGEFORGE_UV, else `uv` on PATH.
@@ -31,7 +34,7 @@ UV_VARIABLE = "IMAGEFORGE_UV"
 UV_NAME = "uv.exe" if os.name == "nt" else "uv"
 BUNDLED_TOOLS = Path(__file__).resolve().parents[2] / "tools"  # the extension build puts uv here (cli/build.py)
 MARKER = "environment.json"
-Step = Callable[[list[str], str], None]  # (command, what it does) → runs it or raises
+Step = Callable[[list[str], str, dict[str, str]], None]  # (command, what it does, extra variables) → runs it or raises
 
 
 def converters_root(storage_root: Path) -> Path:
@@ -66,16 +69,24 @@ def ready_python(storage_root: Path, environment: ConverterEnvironment) -> Path 
     return python if marker == _marker(environment) and python.is_file() else None
 
 
-def install_commands(uv: str, python: Path, environment: ConverterEnvironment) -> list[tuple[list[str], str]]:
-    """The two installs (torch from its CPU index, then the rest), both `--no-deps` from exact pins."""
+Install = tuple[list[str], str, dict[str, str]]  # (command, what it does, extra variables)
+
+
+def install_commands(uv: str, python: Path, environment: ConverterEnvironment) -> list[Install]:
+    """The installs, all `--no-deps` from exact pins: torch from its CPU index, then the wheels, then the
+    packages published only as source, built against what is installed."""
     wheelhouse = environment.wheelhouse()
     local = ["--no-index", *(argument for folder in wheelhouse for argument in ("--find-links", str(folder)))]
     base = [uv, "pip", "install", "--python", str(python), "--no-deps"]
     torch_source = local if wheelhouse else ["--index-url", environment.torch_index]
-    return [
-        ([*base, *torch_source, environment.torch], f"install {environment.torch} (CPU)"),
-        ([*base, *(local if wheelhouse else []), *environment.packages], "install the converter's packages"),
+    commands: list[Install] = [
+        ([*base, *torch_source, environment.torch], f"install {environment.torch} (CPU)", {}),
+        ([*base, *(local if wheelhouse else []), *environment.packages], "install the converter's packages", {}),
     ]
+    if environment.source_packages:
+        build = [*base, "--no-build-isolation", *(local if wheelhouse else []), *environment.source_packages]
+        commands.append((build, "build the converter's source packages", dict(environment.build_environment)))
+    return commands
 
 
 def ensure_environment(
@@ -107,12 +118,13 @@ def ensure_environment(
     try:
         report(f"Creating the converter's Python {environment.python} environment")
         create = [uv, "venv", "--no-project", "--python", environment.python, str(venv)]
-        step(create, "create the converter environment")
+        step(create, "create the converter environment", {})
         python = venv_python(venv)
         where = f"from {os.pathsep.join(map(str, wheelhouse))}" if wheelhouse else "from the PyTorch CPU index and PyPI"
-        for number, (command, what) in enumerate(install_commands(uv, python, environment), start=1):
-            report(f"Installing the converter ({number}/2: {what}, {where})")
-            step(command, what)
+        installs = install_commands(uv, python, environment)
+        for number, (command, what, variables) in enumerate(installs, start=1):
+            report(f"Installing the converter ({number}/{len(installs)}: {what}, {where})")
+            step(command, what, variables)
         (root / MARKER).write_text(json.dumps(_marker(environment), indent=2), encoding="utf-8")
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
@@ -124,9 +136,9 @@ def ensure_environment(
 def uv_step(log: Path, cancelled: Callable[[], bool]) -> Step:
     """A Step that runs uv as a cancellable child and turns its failure into one sentence."""
 
-    def step(command: list[str], what: str) -> None:
+    def step(command: list[str], what: str, variables: dict[str, str]) -> None:
         log.write_text("", encoding="utf-8")
-        status = run_process(command, stderr_path=log, cancelled=cancelled, env=_uv_environment())
+        status = run_process(command, stderr_path=log, cancelled=cancelled, env={**_uv_environment(), **variables})
         if status:
             said = tail(log, 3)
             if any("No space left" in line for line in said):
@@ -147,4 +159,4 @@ def _uv_environment() -> dict[str, str]:
 
 
 def _marker(environment: ConverterEnvironment) -> dict[str, Any]:
-    return {"python": environment.python, "packages": [environment.torch, *environment.packages]}
+    return {"python": environment.python, "packages": environment.pins, "build": environment.build_environment}

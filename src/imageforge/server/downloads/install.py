@@ -86,10 +86,10 @@ def ensure_models(
     missing = [(status.entry, item) for status in statuses for item in status.files if not item.ready]
     for entry, item in missing:
         if CONVERTED_FROM in entry.options:  # made on this machine: no source has the file
+            button = " or the Models panel's Prepare DA3 camera model… button" if entry.family == "multiview" else ""
             raise ModelUnavailableError(
                 f"{entry.label} was converted on this machine and its file is {item.state.value.replace('_', ' ')}; "
-                f"convert it again with 'imageforge models convert {entry.options[CONVERTED_FROM]}' or the Models "
-                "panel's Prepare DA3 camera model… button."
+                f"convert it again with 'imageforge models convert {entry.options[CONVERTED_FROM]}'{button}."
             )
     meter = TransferMeter(report, total_bytes=sum(item.file.size or 0 for _, item in missing))
     transfers = _Transfers(storage_root, sources, meter, cancelled, log, writer, retry)

@@ -1,17 +1,20 @@
-"""convert-model: make a model that has no official ONNX file (DA3 with its camera decoder) on this machine.
+"""convert-model: make a model that has no official ONNX file that fits (DA3 with its camera decoder, SAM 2.1 as
+an encoder and a decoder graph) on this machine.
 
 Stages (progress):
 1. 0.00–0.30 the converter environment (server/conversion/environment.py): reused when ready for the pins of
-   contract/conversions.json, else built with uv (Python 3.11, torch CPU, depth-anything-3, onnx, …);
+   contract/conversions.json, else built with uv (Python 3.11, torch CPU, depth-anything-3, sam2, onnx, …);
 2. 0.30–0.50 the official weights through the verified, resumable download code (`<storage>/models/<directory>/`);
-3. 0.50–0.95 the exporter as a child process (server/conversion/exporter.py), its progress streamed, killed on
-   cancel; it checks the ONNX file against torch on sizes other than the traced one and keeps nothing that fails;
-4. the checked file is moved into `<storage>/models/<directory>/` with its SHA-256 remembered and registered in
-   the local catalog overlay as its family's default, so generate-multiview-cameras finds and prefers it.
+3. 0.50–0.95 the conversion's exporter as a child process (server/conversion/exporter.py), its progress
+   streamed, killed on cancel; it checks the ONNX files against torch and keeps nothing that fails;
+4. the checked files are moved into `<storage>/models/<directory>/` with their SHA-256 remembered and
+   registered in the local catalog overlay as their family's default, so the family's jobs
+   (generate-multiview-cameras, segment-image) find and prefer them.
 
 Work happens in `<storage>/models/.staging/convert-<KEY>/`, deleted whatever the outcome: a cancelled or failed
 conversion leaves no file that could be taken for a model (the downloaded weights and a ready environment stay
-for the next try). The result `conversion.json` names the model key, file, size, SHA-256, check and timings.
+for the next try). The result `conversion.json` names the model key, its path (the file, or the folder of
+several), the first file's size and SHA-256, every file's, the checks and the timings.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pathlib import Path
 from blendjob.server import JobCancelled
 
 from ...contract import ResourceExhaustedError
+from ...contract.catalog import ModelFile
 from ...contract.conversions import Conversion, ConverterEnvironment, load_conversions
 from ...contract.jobs import CONVERT_MODEL, ConvertModelParams
 from ...contract.model_files import models_root, remember_hash
@@ -43,7 +47,7 @@ ENVIRONMENT = Stage("Preparing the converter", 30)  # the throwaway converter en
 DOWNLOADING = Stage("Downloading the weights", 20)
 EXPORTING = Stage("Converting", 45)
 STAGES = JobStages(ENVIRONMENT, DOWNLOADING, EXPORTING)
-ENVIRONMENT_STEPS = 4  # the messages ensure_environment reports (uv, Python, packages, check)
+ENVIRONMENT_STEPS = 5  # the messages ensure_environment reports (Python, torch, wheels, source packages, ready)
 MARGIN_BYTES = 500 * 1000**2
 
 
@@ -76,11 +80,12 @@ def run_convert_model(context: JobContext, params: ConvertModelParams) -> JobRes
         download_into_job(context, [source], within=STAGES.span(DOWNLOADING))
         timings["download_seconds"] = round(time.perf_counter() - started, 1)
         weights = models_root(storage) / source.directory / source.files[0].path
+        single = conversion.exporter.output == "file"
         exported = export_model(
             python,
             conversion,
             weights,
-            scratch / conversion.result.path,
+            scratch / (conversion.result.files[0] if single else conversion.result.directory),
             log=scratch / "exporter.log",
             cancelled=cancelled,
             report=lambda fraction, message: progress.within(EXPORTING, fraction, message),
@@ -89,11 +94,16 @@ def run_convert_model(context: JobContext, params: ConvertModelParams) -> JobRes
         timings["export_seconds"] = exported.seconds
         context.check_cancelled()
         progress.writing(f"Storing {conversion.result.label}")
-        destination = models_root(storage) / conversion.result.directory / conversion.result.path
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(exported.path, destination)
-        remember_hash(storage, destination, exported.sha256)
-        overlay = register(storage, conversion.catalog_record(exported.size, exported.sha256))
+        folder = models_root(storage) / conversion.result.directory
+        folder.mkdir(parents=True, exist_ok=True)
+        stored = []
+        for item in exported.files:
+            destination = folder / item.path.name
+            os.replace(item.path, destination)
+            remember_hash(storage, destination, item.sha256)
+            stored.append((destination, item))
+        files = [ModelFile(item.path.name, item.size, item.sha256) for item in exported.files]
+        overlay = register(storage, conversion.catalog_record(files, exported.options))
     except ProcessCancelled:
         raise JobCancelled("Conversion cancelled; the downloaded weights are kept for the next try.") from None
     except OSError as error:
@@ -102,19 +112,19 @@ def run_convert_model(context: JobContext, params: ConvertModelParams) -> JobRes
         raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    context.log(
-        f"{conversion.result.key}: {destination} ({exported.size} bytes, sha256 {exported.sha256}); "
-        f"check against torch {exported.check_relative_error}; {timings}"
-    )
+    described = ", ".join(f"{path} ({item.size} bytes, sha256 {item.sha256})" for path, item in stored)
+    context.log(f"{conversion.result.key}: {described}; checks against torch {exported.checks}; {timings}")
+    first_path, first = stored[0]
     write_json(
         Path(context.directory) / RESULT,
         {
             "model": conversion.result.key,
             "converted_from": conversion.key,
-            "path": str(destination),
-            "bytes": exported.size,
-            "sha256": exported.sha256,
-            "check_relative_error": exported.check_relative_error,
+            "path": str(first_path if single else folder),
+            "bytes": first.size,
+            "sha256": first.sha256,
+            "files": [{"path": str(path), "bytes": item.size, "sha256": item.sha256} for path, item in stored],
+            **exported.checks,
             "local_catalog": str(overlay),
             **timings,
         },
