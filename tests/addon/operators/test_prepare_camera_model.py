@@ -1,4 +1,5 @@
-"""Prepare DA3 camera model…: the dialog, the convert-model job it submits, Esc, a failure, and what changes after."""
+"""Prepare DA3 camera model… and Prepare Click Select model…: the dialogs, the convert-model job they submit, Esc,
+a failure, and what changes after."""
 
 from __future__ import annotations
 
@@ -22,12 +23,14 @@ def convert_like_the_server(storage: Path):
 
     def produce(parameters, directory: Path) -> dict[str, str]:
         conversion = load_conversions().get(parameters["model"])
-        (name,) = conversion.result.files
-        model = storage / "models" / conversion.result.directory / name
-        model.parent.mkdir(parents=True, exist_ok=True)
-        model.write_bytes(b"\0" * CONVERTED_BYTES)
+        for name in conversion.result.files:
+            model = storage / "models" / conversion.result.directory / name
+            model.parent.mkdir(parents=True, exist_ok=True)
+            model.write_bytes(b"\0" * CONVERTED_BYTES)
         overlay = local_overlay_path(storage)
-        record = conversion.catalog_record([ModelFile(name, CONVERTED_BYTES, "e" * 64)])
+        record = conversion.catalog_record(
+            [ModelFile(name, CONVERTED_BYTES, "e" * 64) for name in conversion.result.files]
+        )
         write_json(overlay, {"models": [record]})
         return {"conversion": write_json(directory / "conversion.json", {"model": conversion.result.key}).name}
 
@@ -75,10 +78,10 @@ def test_the_dialog_names_the_download_the_time_and_esc(addon):
     from imageforge.addon.operators.models import conversion_dialog
 
     conversions = load_conversions()
-    small = " ".join(conversion_dialog(conversions, conversions.get("DA3_SMALL")))
+    small = " ".join(conversion_dialog(conversions, conversions.get("DA3_SMALL"), "Camera Path from Video"))
     assert "about 137 MB" in small and "about 0.9 GB" in small and "about 8 minutes" in small
     assert "Esc cancels" in small and "Apache-2.0" in small and "depth-anything/DA3-SMALL" in small
-    base = " ".join(conversion_dialog(conversions, conversions.get("DA3_BASE")))
+    base = " ".join(conversion_dialog(conversions, conversions.get("DA3_BASE"), "Camera Path from Video"))
     assert "about 541 MB" in base and "about 20 minutes" in base
     items = bpy.ops.imageforge.prepare_camera_model.get_rna_type().properties["model"].enum_items.keys()
     # Large and Giant (CC BY-NC) are never offered; SAM 2.1's conversions are no camera model.
@@ -112,3 +115,34 @@ def test_esc_cancels_the_conversion_on_the_server(job_server):
     assert outcome == {"CANCELLED"}
     (submitted,) = job_server.results.values()
     assert submitted["cancelled"] is True
+
+
+def test_the_click_select_model_is_prepared_from_its_own_button(job_server, tmp_path, reports):
+    """SAM 2.1 has its own button: its dialog offers Tiny and Small, and the result becomes the segment default."""
+    from imageforge.addon import preferences
+    from imageforge.addon.operators.models import conversion_dialog
+    from imageforge.addon.panels.models import ModelsPanel
+
+    items = bpy.ops.imageforge.prepare_click_select_model.get_rna_type().properties["model"].enum_items.keys()
+    assert list(items) == ["SAM2_TINY", "SAM2_SMALL"]
+    conversions = load_conversions()
+    tiny = " ".join(conversion_dialog(conversions, conversions.get("SAM2_TINY"), "Click Select"))
+    assert "for Click Select" in tiny and "about 156 MB" in tiny and "facebook/sam2.1-hiera-tiny" in tiny
+    (button,) = [
+        item
+        for item in draw(ModelsPanel, bpy.context).operators()
+        if item.idname == "imageforge.prepare_click_select_model"
+    ]
+    assert button.text == "Prepare Click Select model…" and button.enabled
+
+    prefs = preferences.get_preferences()
+    storage = tmp_path / "storage"
+    prefs.storage_root = str(storage)
+    try:
+        job_server.producers["convert-model"] = convert_like_the_server(storage)
+        assert run_job_operator(bpy.ops.imageforge.prepare_click_select_model, model="SAM2_TINY") == {"FINISHED"}
+        assert job_server.submitted == [("convert-model", {"model": "SAM2_TINY"})]
+        assert reports == [("INFO", "SAM 2.1 Hiera Tiny (click select, converted) is ready; Click Select uses it")]
+        assert preferences.job_model(prefs, Family("segment")) == "SAM2_TINY_ONNX"
+    finally:
+        prefs.storage_root = ""

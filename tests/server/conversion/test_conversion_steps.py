@@ -268,7 +268,7 @@ def test_a_converted_file_gone_missing_asks_for_a_new_conversion_not_a_download(
     )
 
 
-def test_a_converted_segment_model_gone_missing_names_the_cli_only(tmp_path):
+def test_a_converted_segment_model_gone_missing_names_its_own_button(tmp_path):
     conversion = load_conversions().get("SAM2_SMALL")
     files = [ModelFile(name, 10, "d" * 64) for name in conversion.result.files]
     register(tmp_path, conversion.catalog_record(files))
@@ -277,7 +277,8 @@ def test_a_converted_segment_model_gone_missing_names_the_cli_only(tmp_path):
         ensure_models(tmp_path, [entry], sources=DownloadSources(), report=lambda *_: None, cancelled=lambda: False)
     assert str(raised.value) == (
         "SAM 2.1 Hiera Small (click select, converted) was converted on this machine and its file is missing; "
-        "convert it again with 'imageforge models convert SAM2_SMALL'."
+        "convert it again with 'imageforge models convert SAM2_SMALL' or the Models panel's "
+        "Prepare Click Select model… button."
     )
 
 

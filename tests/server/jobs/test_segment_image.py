@@ -93,6 +93,6 @@ def test_without_a_segment_model_the_job_says_how_to_make_one(jobs, use_catalog,
     outcome = jobs.run(JOB, {"input": str(path), "points": [[50, 60, 1]], "device": "cpu"})
     assert outcome.state == "failed"
     assert outcome.error == (
-        "Click Select needs a SAM 2.1 model converted once on this machine: run 'imageforge models convert "
-        "SAM2_TINY' (or SAM2_SMALL)."
+        "Click Select needs a SAM 2.1 model converted once on this machine: the Models panel's Prepare Click "
+        "Select model… button, or 'imageforge models convert SAM2_TINY' (or SAM2_SMALL)."
     )

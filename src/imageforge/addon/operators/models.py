@@ -1,9 +1,10 @@
-"""Model management from the panels: download one catalog model (a job), make the DA3 camera model on this
-machine (the convert-model job, after a dialog naming its download and time), unload loaded models (a resource)."""
+"""Model management from the panels: download one catalog model (a job), make the DA3 camera model or Click
+Select's SAM 2.1 model on this machine (the convert-model job, after a dialog naming its download and time), unload
+loaded models (a resource)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import bpy
 from blendjob import JobResult
@@ -43,10 +44,10 @@ class IMAGEFORGE_OT_download_model(ImageForgeJobOperator, bpy.types.Operator):
 CONVERSIONS = load_conversions()
 
 
-def conversion_dialog(conversions: Conversions, conversion: Conversion) -> list[str]:
+def conversion_dialog(conversions: Conversions, conversion: Conversion, used_by: str) -> list[str]:
     """What the confirmation dialog says before a conversion starts: what is downloaded, how long it takes."""
     return [
-        f"Makes {conversion.result.label} for Camera Path from Video,",
+        f"Makes {conversion.result.label} for {used_by},",
         f"from the official {conversion.license} weights ({conversion.repository}).",
         f"Downloads the {conversion.label} weights (about {conversion.approximate_download_bytes / 1e6:.0f} MB) and,",
         f"the first time, a converter with PyTorch (about {conversions.environment.approximate_bytes / 1e9:.1f} GB "
@@ -55,23 +56,32 @@ def conversion_dialog(conversions: Conversions, conversion: Conversion) -> list[
     ]
 
 
-class IMAGEFORGE_OT_prepare_camera_model(ImageForgeJobOperator, bpy.types.Operator):
-    """Make the Depth Anything 3 model with cameras that Camera Path from Video needs, from the official weights"""
-
-    bl_idname = "imageforge.prepare_camera_model"
-    bl_label = "Prepare DA3 Camera Model"
-    job_id = JobId.CONVERT_MODEL
-    pushes_undo = False  # changes files, not Blender data
-
-    model: bpy.props.EnumProperty(
+def conversion_choice(family: str, description: str) -> Any:
+    """The conversions whose result belongs to `family`, as the dialog's Model menu."""
+    return bpy.props.EnumProperty(
         name="Model",
-        description="Which Depth Anything 3 to convert (Large and Giant are not licensed for commercial use)",
+        description=description,
         items=[
             (item.key, item.label, f"{item.repository}, about {item.approximate_download_bytes / 1e6:.0f} MB")
             for item in CONVERSIONS.conversions
-            if item.result.family == "multiview"  # the camera models; SAM 2.1 is converted from the CLI
+            if item.result.family == family
         ],
     )
+
+
+class PrepareConversion:
+    """A Models-panel button that converts an official checkpoint on this machine (the convert-model job) after a
+    dialog naming the download and the time. Subclasses declare `model` (conversion_choice) and `used_by`, the
+    tool that uses the result."""
+
+    job_id = JobId.CONVERT_MODEL
+    pushes_undo = False  # changes files, not Blender data
+    used_by = ""
+
+    if TYPE_CHECKING:
+        model: str
+        bl_label: str
+        layout: bpy.types.UILayout
 
     def invoke(self, context: bpy.types.Context, _event: Any) -> set[str]:
         return context.window_manager.invoke_props_dialog(self, title=self.bl_label, confirm_text="Prepare", width=420)
@@ -79,7 +89,7 @@ class IMAGEFORGE_OT_prepare_camera_model(ImageForgeJobOperator, bpy.types.Operat
     def draw(self, _context: bpy.types.Context) -> None:
         self.layout.prop(self, "model")
         column = self.layout.column(align=True)
-        for line in conversion_dialog(CONVERSIONS, CONVERSIONS.get(self.model)):
+        for line in conversion_dialog(CONVERSIONS, CONVERSIONS.get(self.model), self.used_by):
             column.label(text=line)
 
     def prepare(self, _context: bpy.types.Context) -> ConvertModelParams:
@@ -87,7 +97,29 @@ class IMAGEFORGE_OT_prepare_camera_model(ImageForgeJobOperator, bpy.types.Operat
         return ConvertModelParams(model=self.model)
 
     def land(self, _context: bpy.types.Context, _result: JobResult) -> str:
-        return f"{self._label} is ready; Camera Path from Video uses it"
+        return f"{self._label} is ready; {self.used_by} uses it"
+
+
+class IMAGEFORGE_OT_prepare_camera_model(PrepareConversion, ImageForgeJobOperator, bpy.types.Operator):
+    """Make the Depth Anything 3 model with cameras that Camera Path from Video needs, from the official weights"""
+
+    bl_idname = "imageforge.prepare_camera_model"
+    bl_label = "Prepare DA3 Camera Model"
+    used_by = "Camera Path from Video"
+
+    model: conversion_choice(
+        "multiview", "Which Depth Anything 3 to convert (Large and Giant are not licensed for commercial use)"
+    )
+
+
+class IMAGEFORGE_OT_prepare_click_select_model(PrepareConversion, ImageForgeJobOperator, bpy.types.Operator):
+    """Make the SAM 2.1 model that Click Select needs, from the official weights"""
+
+    bl_idname = "imageforge.prepare_click_select_model"
+    bl_label = "Prepare Click Select Model"
+    used_by = "Click Select"
+
+    model: conversion_choice("segment", "Which SAM 2.1 to convert (Tiny is faster per click, Small a little finer)")
 
 
 class IMAGEFORGE_OT_unload_models(bpy.types.Operator):
@@ -112,4 +144,9 @@ class IMAGEFORGE_OT_unload_models(bpy.types.Operator):
         return {"FINISHED"}
 
 
-CLASSES = (IMAGEFORGE_OT_download_model, IMAGEFORGE_OT_prepare_camera_model, IMAGEFORGE_OT_unload_models)
+CLASSES = (
+    IMAGEFORGE_OT_download_model,
+    IMAGEFORGE_OT_prepare_camera_model,
+    IMAGEFORGE_OT_prepare_click_select_model,
+    IMAGEFORGE_OT_unload_models,
+)

@@ -34,6 +34,10 @@ class ModelsPanel:
             self.draw_model(boxes[row.family], row)
         cameras = boxes.get(Family("multiview")) or self.layout.box()
         cameras.operator("imageforge.prepare_camera_model", text="Prepare DA3 camera model…", icon="CAMERA_DATA")
+        segment = boxes.get(Family("segment")) or self.layout.box()
+        segment.operator(
+            "imageforge.prepare_click_select_model", text="Prepare Click Select model…", icon="RESTRICT_SELECT_OFF"
+        )
 
     @staticmethod
     def draw_model(layout: bpy.types.UILayout, row: ModelRow) -> None:

@@ -35,6 +35,11 @@ from .sources import MIRROR_VARIABLE, DownloadSources
 from .store import drop_library_staging, forget
 
 Log = Callable[[str], None]
+# The add-on's button for each family a conversion makes (addon/operators/models.py), for the sentence below.
+CONVERSION_BUTTONS = {
+    "multiview": " or the Models panel's Prepare DA3 camera model… button",
+    "segment": " or the Models panel's Prepare Click Select model… button",
+}
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,7 @@ def ensure_models(
     missing = [(status.entry, item) for status in statuses for item in status.files if not item.ready]
     for entry, item in missing:
         if CONVERTED_FROM in entry.options:  # made on this machine: no source has the file
-            button = " or the Models panel's Prepare DA3 camera model… button" if entry.family == "multiview" else ""
+            button = CONVERSION_BUTTONS.get(entry.family, "")
             raise ModelUnavailableError(
                 f"{entry.label} was converted on this machine and its file is {item.state.value.replace('_', ' ')}; "
                 f"convert it again with 'imageforge models convert {entry.options[CONVERTED_FROM]}'{button}."

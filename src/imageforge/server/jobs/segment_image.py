@@ -35,8 +35,8 @@ from ..models.display import display_pixels
 from ..models.sam2 import Sam2Adapter
 
 NO_MODEL = (
-    "Click Select needs a SAM 2.1 model converted once on this machine: run 'imageforge models convert "
-    "SAM2_TINY' (or SAM2_SMALL)."
+    "Click Select needs a SAM 2.1 model converted once on this machine: the Models panel's Prepare Click Select "
+    "model… button, or 'imageforge models convert SAM2_TINY' (or SAM2_SMALL)."
 )
 
 
