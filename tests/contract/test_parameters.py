@@ -36,7 +36,10 @@ def test_values_are_converted_and_enums_case_insensitive():
         ({"input": "x", "scale": "4"}, "'scale' must be a whole number, not '4'."),
         ({"input": "x", "max_input_size": 0}, "'max_input_size' must be between 1 and 8192; got 0."),
         ({"input": "x", "max_input_size": 10**12}, "'max_input_size' must be between 1 and 8192; got 1000000000000."),
-        ({"input": "x", "device": "mps"}, "'device' must be one of auto, cpu, cuda, directml, coreml; got 'mps'."),
+        (
+            {"input": "x", "device": "mps"},
+            "'device' must be one of auto, cpu, cuda, directml, coreml, openvino; got 'mps'.",
+        ),
         ({"input": "x", "device": None}, "'device' must not be null."),
         ({"input": "x", "colour": "red"}, "Unknown parameter 'colour'"),
         ({"input": "x\x00y"}, "'input' is too long or contains a NUL character."),

@@ -85,6 +85,12 @@ class ModelEntry:
         return own if isinstance(own, int) else MAX_FILE_BYTES.get(self.family, DEFAULT_MAX_FILE_BYTES)
 
     @property
+    def openvino_auto(self) -> bool:
+        """Whether the Automatic device takes OpenVINO for this model: only where it measured faster than the
+        CPU provider (openspec/0034); an explicit OpenVINO choice runs any model there."""
+        return self.options.get("openvino_auto") is True
+
+    @property
     def declared_size(self) -> int | None:
         sizes = [item.size for item in self.files if item.size is not None]
         return sum(sizes) if len(sizes) == len(self.files) else None  # None when any file's size is undeclared

@@ -1,4 +1,5 @@
-"""Device identifiers a user can choose. `coreml` is Apple's runtime (never `mps`, PyTorch's name)."""
+"""Device identifiers a user can choose. `coreml` is Apple's runtime (never `mps`, PyTorch's name); `openvino` is
+Intel's, offered only by the server environment built with the OpenVINO runtime (`imageforge setup --runtime`)."""
 
 from enum import StrEnum
 
@@ -9,6 +10,7 @@ class Device(StrEnum):
     CUDA = "cuda"
     DIRECTML = "directml"
     COREML = "coreml"
+    OPENVINO = "openvino"
 
     @property
     def label(self) -> str:
@@ -21,4 +23,5 @@ _LABELS = {
     Device.CUDA: "NVIDIA CUDA",
     Device.DIRECTML: "DirectML",
     Device.COREML: "Apple CoreML",
+    Device.OPENVINO: "Intel OpenVINO",
 }

@@ -1,5 +1,6 @@
 """A stand-in for the `onnxruntime` module, for the providers that cannot exist on Linux (CUDA without its
-libraries, DirectML, CoreML).
+libraries, DirectML, CoreML) and for the exact options of OpenVINO's (which runs for real in
+tests/server/inference/test_openvino_real.py).
 
 It records exactly what the code under test asks for (providers, provider options, session options, keyword
 arguments, run options, feeds) and can be told to fail at creation or at run for a given provider, or to
@@ -21,6 +22,7 @@ CPU = "CPUExecutionProvider"
 CUDA = "CUDAExecutionProvider"
 DML = "DmlExecutionProvider"
 COREML = "CoreMLExecutionProvider"
+OPENVINO = "OpenVINOExecutionProvider"
 
 
 class Fail(Exception):

@@ -14,7 +14,7 @@ from imageforge.server.inference.devices import (
     resolve_device,
 )
 
-from .fake_onnxruntime import COREML, CUDA, DML
+from .fake_onnxruntime import COREML, CUDA, DML, OPENVINO
 
 
 @pytest.mark.parametrize(
@@ -27,6 +27,9 @@ from .fake_onnxruntime import COREML, CUDA, DML
         ("Linux", "x86_64", ("TensorrtExecutionProvider", CUDA), (Device.CUDA, Device.CPU)),
         ("Linux", "x86_64", ("AzureExecutionProvider",), (Device.CPU,)),  # the plain CPU package
         ("Linux", "aarch64", (), (Device.CPU,)),
+        ("Linux", "x86_64", (OPENVINO,), (Device.OPENVINO, Device.CPU)),  # onnxruntime-openvino
+        ("Windows", "AMD64", (OPENVINO,), (Device.OPENVINO, Device.CPU)),
+        ("Darwin", "arm64", (OPENVINO, COREML), (Device.CPU, Device.COREML)),  # no OpenVINO build for macOS
     ],
 )
 def test_devices_follow_platform_and_providers(fake_runtime, system, machine, providers, expected):
@@ -39,6 +42,23 @@ def test_cuda_listed_but_not_loadable_is_not_offered(fake_runtime):
     runtime = fake_runtime("Linux", CUDA, probe=lambda rt, device: "a CUDA library did not load: libcublasLt.so.12")
     assert runtime.devices == (Device.CPU,)
     assert runtime.unavailable == {Device.CUDA: "a CUDA library did not load: libcublasLt.so.12"}
+
+
+def test_openvino_listed_but_unable_to_create_a_session_is_not_offered(fake_runtime):
+    reason = "OpenVINO sees none of its GPU/CPU devices here (it lists none)"
+    runtime = fake_runtime("Linux", OPENVINO, probe=lambda rt, device: reason if device is Device.OPENVINO else None)
+    assert runtime.devices == (Device.CPU,)
+    assert resolve_device("openvino", runtime).warning == (
+        f"Intel OpenVINO is not available on this computer ({reason}); running on CPU."
+    )
+
+
+def test_auto_takes_openvino_only_for_models_measured_faster_there(fake_runtime):
+    runtime = fake_runtime("Linux", OPENVINO)
+    assert resolve_device("auto", runtime).device is Device.CPU  # the upscalers: slower on OpenVINO
+    assert resolve_device("auto", runtime, openvino_auto=True).device is Device.OPENVINO
+    explicit = resolve_device("openvino", runtime)
+    assert (explicit.device, explicit.warning) == (Device.OPENVINO, None)
 
 
 def test_auto_is_the_platform_default(fake_runtime):

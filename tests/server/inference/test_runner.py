@@ -10,7 +10,7 @@ from imageforge.server.inference.failures import describe, is_caller_error, is_m
 from imageforge.server.inference.runner import SHRINK_ENTRY, LoadedSession, run
 from imageforge.server.inference.session_factory import SessionRequest, create_session
 
-from .fake_onnxruntime import COREML, CPU, CUDA, DML, Fail, InvalidArgument, RuntimeException
+from .fake_onnxruntime import COREML, CPU, CUDA, DML, OPENVINO, Fail, InvalidArgument, RuntimeException
 
 FEEDS = {"input": np.arange(6, dtype=np.float32).reshape(1, 1, 2, 3)}
 
@@ -29,6 +29,7 @@ def load(runtime, tmp_path, device: Device) -> LoadedSession:
         ("Linux", CUDA, Device.CPU, "cpu:0"),
         ("Windows", DML, Device.DIRECTML, None),
         ("Darwin", COREML, Device.COREML, None),
+        ("Linux", OPENVINO, Device.OPENVINO, None),
     ],
 )
 def test_arena_shrinks_only_on_the_last_run_and_only_an_owned_arena(
@@ -59,6 +60,7 @@ def test_cuda_that_fell_back_at_creation_never_asks_for_the_gpu_arena(fake_runti
         ("Windows", DML, Device.DIRECTML, RuntimeException("80070057 The parameter is incorrect.")),
         ("Windows", DML, Device.DIRECTML, UnicodeDecodeError("utf-8", b"\xc4\xda\xb4\xe6", 0, 1, "invalid start byte")),
         ("Linux", CUDA, Device.CUDA, RuntimeException("CUDA failure 2: out of memory")),
+        ("Linux", OPENVINO, Device.OPENVINO, RuntimeException("[OpenVINO-EP] Exception while inferring: GPU lost")),
     ],
 )
 def test_runtime_failure_on_an_accelerator_reruns_the_same_inputs_on_cpu_and_stays_there(

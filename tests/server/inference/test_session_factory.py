@@ -11,7 +11,7 @@ from imageforge.contract import Device, ModelUnavailableError, ResourceExhausted
 from imageforge.server.inference.coreml_cache import CoreMLCache
 from imageforge.server.inference.session_factory import SessionRequest, create_session
 
-from .fake_onnxruntime import COREML, CPU, CUDA, DML, ExecutionMode, Fail, RuntimeException
+from .fake_onnxruntime import COREML, CPU, CUDA, DML, OPENVINO, ExecutionMode, Fail, RuntimeException
 
 
 @pytest.fixture
@@ -55,6 +55,36 @@ def test_directml_disables_memory_patterns_runs_sequentially_and_pins_batch(fake
     assert creation.options["execution_mode"] is ExecutionMode.ORT_SEQUENTIAL
     assert creation.options["free_dimensions"] == {"batch": 1, "batch_size": 1, "num_tokens": 1800}
     assert (created.device, created.shrink) == (Device.DIRECTML, None)
+
+
+def test_openvino_gets_its_probed_device_precision_threads_and_cache(fake_runtime, graph, storage_root):
+    runtime = fake_runtime("Linux", OPENVINO)
+    cache = storage_root / "cache" / "openvino"
+    created = create_session(runtime, request(graph, Device.OPENVINO), openvino_cache=cache)
+    (creation,) = runtime.module.creations
+    assert creation.providers == [OPENVINO, CPU]
+    assert creation.provider_options == [
+        {"device_type": "CPU", "precision": "FP32", "num_of_threads": "3", "cache_dir": str(cache)},
+        {},
+    ]
+    assert cache.is_dir() and creation.kwargs == {"enable_fallback": 0}
+    assert (created.device, created.provider, created.shrink) == (Device.OPENVINO, OPENVINO, None)
+    assert created.fallback is None
+    runtime.targets[Device.OPENVINO] = "GPU"  # an Intel GPU the probe created a session on
+    create_session(runtime, request(graph, Device.OPENVINO))
+    assert runtime.module.creations[-1].provider_options == [{"device_type": "GPU", "precision": "ACCURACY"}, {}]
+
+
+def test_openvino_that_onnx_runtime_drops_becomes_cpu_with_the_reason(fake_runtime, graph):
+    runtime = fake_runtime("Linux", OPENVINO)
+    runtime.module.drop.add(OPENVINO)  # what the real one does when its device is missing: a log line, CPU
+    created = create_session(runtime, request(graph, Device.OPENVINO))
+    assert [creation.providers for creation in runtime.module.creations] == [[OPENVINO, CPU], [CPU]]
+    assert (created.device, created.provider) == (Device.CPU, CPU)
+    assert created.fallback == (
+        "Intel OpenVINO could not load KIT_MODEL (ONNX Runtime did not start OpenVINOExecutionProvider); "
+        "running on CPU."
+    )
 
 
 def test_coreml_uses_default_config_plus_model_options_cache_and_cpu_after(fake_runtime, graph, storage_root):

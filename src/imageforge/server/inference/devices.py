@@ -2,8 +2,10 @@
 
 The add-on's device menu shows exactly `available_devices()`: listing a provider is not using it, so CUDA is
 offered only when its libraries and driver load here (onnxruntime-gpu lists CUDA on every Linux machine and
-then silently runs on CPU when `libcublasLt` is missing). An explicit device that is not available still runs,
-on CPU, but `resolve_device` returns the warning the job must show: users complain most about silent fallback.
+then silently runs on CPU when `libcublasLt` is missing), and OpenVINO only when one of its devices really
+creates a session (openvino_probe.py: onnxruntime-openvino lists it on every machine). An explicit device
+that is not available still runs, on CPU, but `resolve_device` returns the warning the job must show: users
+complain most about silent fallback.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from types import ModuleType
 from typing import Any
 
 from ...contract import Device
+from .openvino_probe import probe_openvino
 
 PROVIDERS = {
     Device.CPU: "CPUExecutionProvider",
     Device.CUDA: "CUDAExecutionProvider",
     Device.DIRECTML: "DmlExecutionProvider",
     Device.COREML: "CoreMLExecutionProvider",
+    Device.OPENVINO: "OpenVINOExecutionProvider",
 }
 
 # Every distribution that installs the `onnxruntime` module; they must never be installed together.
@@ -54,6 +58,7 @@ class OrtRuntime:
     system: str
     machine: str
     unavailable: dict[Device, str] = field(default_factory=dict)  # device → why it is not offered
+    targets: dict[Device, str] = field(default_factory=dict)  # device → the provider's own device (OpenVINO: "CPU")
 
     @property
     def devices(self) -> tuple[Device, ...]:
@@ -80,7 +85,7 @@ def detect_runtime(
         system=system or platform.system(),
         machine=(machine or platform.machine()).lower(),
     )
-    check = probe or probe_libraries
+    check = probe or probe_device
     for device in _candidates(runtime):
         reason = check(runtime, device)
         if reason is not None:
@@ -106,11 +111,16 @@ def _candidates(runtime: OrtRuntime) -> tuple[Device, ...]:
         # CoreML on every Apple Silicon machine, no chip-generation checks; Intel Macs get CPU only.
         arm = runtime.machine in ("arm64", "aarch64")
         return (Device.COREML,) if arm and PROVIDERS[Device.COREML] in listed else ()
+    if runtime.system not in ("Windows", "Linux"):
+        return ()
+    found: tuple[Device, ...] = ()
     if runtime.system == "Windows" and PROVIDERS[Device.DIRECTML] in listed:
-        return (Device.DIRECTML,)
-    if runtime.system in ("Windows", "Linux") and PROVIDERS[Device.CUDA] in listed:
-        return (Device.CUDA,)
-    return ()
+        found = (Device.DIRECTML,)
+    elif PROVIDERS[Device.CUDA] in listed:
+        found = (Device.CUDA,)
+    if PROVIDERS[Device.OPENVINO] in listed:  # onnxruntime-openvino: never beside CUDA or DirectML today
+        found = (*found, Device.OPENVINO)
+    return found
 
 
 def available_devices(runtime: OrtRuntime) -> tuple[Device, ...]:
@@ -128,17 +138,31 @@ class DeviceChoice:
     warning: str | None = None
 
 
-def resolve_device(requested: Device | str, runtime: OrtRuntime) -> DeviceChoice:
-    """`auto` → the platform default; an unavailable explicit device → CPU with the warning to show."""
+def resolve_device(requested: Device | str, runtime: OrtRuntime, *, openvino_auto: bool = False) -> DeviceChoice:
+    """`auto` → the platform default; an unavailable explicit device → CPU with the warning to show.
+
+    `auto` takes OpenVINO only for a model whose catalog entry says `openvino_auto` (measured faster than the
+    CPU provider, openspec/0034): OpenVINO on a CPU is slower than ONNX Runtime's own for the upscalers."""
     requested = Device(requested)
     devices = runtime.devices
     if requested is Device.AUTO:
-        return DeviceChoice(requested, devices[0])
+        chosen = [device for device in devices if device is not Device.OPENVINO or openvino_auto]
+        return DeviceChoice(requested, chosen[0])
     if requested in devices:
         return DeviceChoice(requested, requested)
     reason = runtime.unavailable.get(requested) or f"{runtime.variant} {runtime.version} does not provide it"
     warning = f"{requested.label} is not available on this computer ({reason}); running on CPU."
     return DeviceChoice(requested, Device.CPU, warning)
+
+
+def probe_device(runtime: OrtRuntime, device: Device) -> str | None:
+    """The default probe: CUDA's libraries, OpenVINO's session (recording which of its devices runs)."""
+    if device is Device.OPENVINO:
+        found = probe_openvino(runtime.module)
+        if found.target is not None:
+            runtime.targets[Device.OPENVINO] = found.target
+        return found.reason
+    return probe_libraries(runtime, device)
 
 
 def probe_libraries(runtime: OrtRuntime, device: Device) -> str | None:

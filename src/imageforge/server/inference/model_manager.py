@@ -27,7 +27,7 @@ from ..cpu_copies.cpu_copy import cpu_graph, ready_copy
 from .coreml_cache import CoreMLCache
 from .devices import OrtRuntime, default_intra_op_threads, detect_runtime, resolve_device
 from .runner import LoadedSession, Warn, run
-from .session_factory import SessionRequest, create_session
+from .session_factory import OPENVINO_CACHE, SessionRequest, create_session
 
 
 class SessionKey(NamedTuple):
@@ -165,7 +165,7 @@ class ModelManager:
         entry's .onnx files to load, for a model of several graphs (default: the first).
         """
         runtime = self.runtime
-        choice = resolve_device(device, runtime)
+        choice = resolve_device(device, runtime, openvino_auto=entry.openvino_auto)
         files = self._files(entry, graph)
         threads = threads or self.threads
         request = SessionRequest(
@@ -213,7 +213,7 @@ class ModelManager:
         """After a download on a machine where only the CPU runs models: derive the fp32 copy of an fp16 file
         now, while the user expects to wait, instead of in the first job. Returns the copy, or None."""
         runtime = self.runtime
-        if any(device is not Device.CPU for device in runtime.devices):
+        if resolve_device(Device.AUTO, runtime, openvino_auto=entry.openvino_auto).device is not Device.CPU:
             return None  # accelerators run the fp16 original; a CPU fallback derives nothing either
         return self._cpu_graph(runtime, entry, self._files(entry, None)[0], Device.CPU, self.threads, progress)
 
@@ -323,7 +323,9 @@ class ModelManager:
 
     def _load(self, runtime: OrtRuntime, slot: Slot, key: SessionKey, request: SessionRequest) -> LoadedSession:
         pinned = replace(request, device=Device.CPU) if self._cpu_pin(key) is not None else request
-        created = create_session(runtime, pinned, coreml_cache=self._coreml_cache)
+        created = create_session(
+            runtime, pinned, coreml_cache=self._coreml_cache, openvino_cache=self.storage_root / OPENVINO_CACHE
+        )
         log.info("Loaded %s on %s in %.3f s", request.name, created.provider, created.load_seconds)
         loaded = LoadedSession(runtime, request, created)
         loaded.on_cpu_fallback = lambda message: self._pin_to_cpu(key, message)  # called on the job's thread

@@ -8,6 +8,10 @@ Every provider quirk lives here so that adapters never build sessions themselves
   DirectML can pre-optimise.
 - CoreML: the default configuration (forcing MLProgram broke MoGe-2 on M4) plus per-model options, the
   compile cache, and CPU always listed after it for the nodes CoreML cannot take.
+- OpenVINO: the device the server probed (openvino_probe.py; "CPU" on a machine without an Intel GPU), FP32
+  on CPU (its only other choice, ACCURACY, is the same for our fp32 files) and ACCURACY (the file's own
+  precision, not its FP16 default) on a GPU, the request's thread count on CPU, and its compiled-model cache
+  under `<storage>/cache/openvino` (OpenVINO keys each blob by model and configuration itself).
 - CPU: the request's `cpu_graph` when it has one (the verified fp32 copy of an fp16 file, cpu_copy.py);
   accelerators always load the original.
 - An accelerator that fails to create, or that ONNX Runtime silently drops, becomes a CPU session with the
@@ -32,6 +36,7 @@ log = logging.getLogger(__name__)
 
 CUDA_DEFAULTS = {"device_id": "0", "arena_extend_strategy": "kSameAsRequested", "cudnn_conv_algo_search": "HEURISTIC"}
 DIRECTML_DEFAULTS = {"device_id": "0"}
+OPENVINO_CACHE = Path("cache") / "openvino"
 BATCH_SYMBOLS = {"batch": 1, "batch_size": 1}
 
 
@@ -73,15 +78,20 @@ class CreatedSession:
 
 
 def create_session(
-    runtime: OrtRuntime, request: SessionRequest, *, coreml_cache: CoreMLCache | None = None
+    runtime: OrtRuntime,
+    request: SessionRequest,
+    *,
+    coreml_cache: CoreMLCache | None = None,
+    openvino_cache: Path | None = None,
 ) -> CreatedSession:
-    """A session on `request.device`, or on CPU with `fallback` set when the accelerator cannot take the model."""
+    """A session on `request.device`, or on CPU with `fallback` set when the accelerator cannot take the model.
+    `openvino_cache`: the folder OpenVINO keeps compiled models in (`<storage>/cache/openvino`)."""
     started = time.perf_counter()
     if request.device in (Device.CPU, Device.AUTO):
         return _cpu_session(runtime, replace(request, device=Device.CPU), started, fallback=None)
     wanted = PROVIDERS[request.device]
     try:
-        session = _accelerated(runtime, request, coreml_cache)
+        session = _accelerated(runtime, request, coreml_cache, openvino_cache)
     except Exception as error:  # any provider failure: the CPU session below is the answer
         reason = describe(error)
         log.warning("%s: %s could not create a session (%s); using CPU.", request.name, wanted, repr(error))
@@ -98,8 +108,11 @@ def create_session(
     return _cpu_session(runtime, replace(request, device=Device.CPU), started, fallback=message)
 
 
-def provider_list(request: SessionRequest, *, cache_folder: Path | None = None) -> list[tuple[str, dict[str, str]]]:
-    """(provider, options) pairs in priority order; CPU always last so unsupported nodes still run."""
+def provider_list(
+    request: SessionRequest, *, cache_folder: Path | None = None, target: str = "CPU"
+) -> list[tuple[str, dict[str, str]]]:
+    """(provider, options) pairs in priority order; CPU always last so unsupported nodes still run.
+    `target`: OpenVINO's own device (`device_type`), as the server probed it."""
     extra = {str(name): str(value) for name, value in request.provider_options.items()}
     cpu: tuple[str, dict[str, str]] = (PROVIDERS[Device.CPU], {})
     if request.device is Device.CUDA:
@@ -109,7 +122,18 @@ def provider_list(request: SessionRequest, *, cache_folder: Path | None = None) 
     if request.device is Device.COREML:
         cache = {"ModelCacheDirectory": str(cache_folder)} if cache_folder is not None else {}
         return [(PROVIDERS[Device.COREML], {**extra, **cache}), cpu]
+    if request.device is Device.OPENVINO:
+        return [(PROVIDERS[Device.OPENVINO], {**openvino_options(request, target, cache_folder), **extra}), cpu]
     return [cpu]
+
+
+def openvino_options(request: SessionRequest, target: str, cache_folder: Path | None) -> dict[str, str]:
+    options = {"device_type": target, "precision": "FP32" if target == "CPU" else "ACCURACY"}
+    if target == "CPU":
+        options["num_of_threads"] = str(request.threads or default_intra_op_threads())
+    if cache_folder is not None:
+        options["cache_dir"] = str(cache_folder)
+    return options
 
 
 def session_options(runtime: OrtRuntime, request: SessionRequest) -> Any:
@@ -125,7 +149,14 @@ def session_options(runtime: OrtRuntime, request: SessionRequest) -> Any:
     return options
 
 
-def _accelerated(runtime: OrtRuntime, request: SessionRequest, coreml_cache: CoreMLCache | None) -> Any:
+def _accelerated(
+    runtime: OrtRuntime, request: SessionRequest, coreml_cache: CoreMLCache | None, openvino_cache: Path | None
+) -> Any:
+    if request.device is Device.OPENVINO:
+        target = runtime.targets.get(Device.OPENVINO, "CPU")
+        if openvino_cache is not None:
+            openvino_cache.mkdir(parents=True, exist_ok=True)
+        return _open(runtime, request, provider_list(request, cache_folder=openvino_cache, target=target))
     if request.device is not Device.COREML or coreml_cache is None:
         return _open(runtime, request, provider_list(request))
     folder = coreml_cache.folder_for(
@@ -175,7 +206,7 @@ def _shrink_target(request: SessionRequest, providers: tuple[str, ...]) -> str |
     """Only arenas the session really owns: asking to shrink a missing arena fails the whole run.
 
     CUDA's device arena when CUDA really runs; the CPU arena (on by default) for pure CPU sessions, where
-    ONNX Runtime 1.23 accepts `cpu:0`. DirectML and CoreML manage their own memory: nothing to shrink.
+    ONNX Runtime 1.23 accepts `cpu:0`. DirectML, CoreML and OpenVINO manage their own memory: nothing to shrink.
     """
     if providers[:1] == (PROVIDERS[Device.CUDA],):
         options = {**CUDA_DEFAULTS, **request.provider_options}

@@ -114,7 +114,7 @@ def load_adapter(
         download_for_job(context, entry, until=download_until)
     manager = resource_of(context, "models", ModelManager)
     context.progress(current_fraction(context), f"Loading {entry.label}")
-    resolved = resolve_device(device, manager.runtime).device
+    resolved = resolve_device(device, manager.runtime, openvino_auto=entry.openvino_auto).device
     options = dict(cls.coreml_options) if resolved is Device.COREML else None
     handles = {}
     for role in cls.graph_roles or ("",):
