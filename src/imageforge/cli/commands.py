@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..client.environment import default_storage_root
 from ..client.job_runner import JobCancelledError, make_runtime, run_job
+from ..client.server_runtimes import LABELS as RUNTIME_LABELS
+from ..client.server_runtimes import check_runtime, chosen_runtime, environment_of
 from ..client.setup import environment_ready, package_source, prepare_environment
 from ..contract import JOB_SPECS, InputError, JobSpec, job_spec
 from ..contract.parameters import field_docs, path_parameters, with_absolute_paths
@@ -72,18 +74,27 @@ def setup(args: argparse.Namespace) -> int:
         wheelhouse=Path(args.wheelhouse) if args.wheelhouse else None,
         python_mirror=args.python_mirror,
         python_archive=Path(args.python_archive) if args.python_archive else None,
+        runtime=args.runtime,
     )
     _say(f"Packages from: {package_source(root) or 'not recorded (set up by an older version)'}")
+    _say(f"ONNX Runtime: {RUNTIME_LABELS[chosen_runtime(root)]}")
     return 0
 
 
 def _export_wheelhouse(args: argparse.Namespace) -> int:
     from ..client.package_indexes import index_order
-    from ..client.wheelhouse import export_wheelhouse
+    from ..client.wheelhouse import export_wheelhouse, platform_pins
 
     if not args.platform:
         raise InputError("--export-wheelhouse needs --platform windows, macos or linux.")
-    wheels = export_wheelhouse(Path(args.export_wheelhouse), args.platform, index_order(args.index), report=print)
+    runtime = args.runtime or "default"
+    system, machine = {"windows": ("Windows", "AMD64"), "linux": ("Linux", "x86_64")}.get(
+        args.platform, ("Darwin", "arm64")
+    )
+    check_runtime(runtime, system=system, machine=machine)
+    pins = platform_pins(args.platform, environment_of(runtime))
+    folder = Path(args.export_wheelhouse)
+    wheels = export_wheelhouse(folder, args.platform, index_order(args.index), pins=pins, report=print)
     _say(f"{len(wheels)} wheels for {args.platform} in {args.export_wheelhouse}, each with its pinned SHA-256; "
          f"on the offline machine: imageforge setup --wheelhouse {args.export_wheelhouse}")  # fmt: skip
     return 0

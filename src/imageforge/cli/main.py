@@ -108,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--export-wheelhouse", metavar="DIR", help="Instead: download the pinned wheels of --platform into DIR"
     )
     setup.add_argument("--platform", choices=["windows", "macos", "linux"], help="With --export-wheelhouse")
+    setup.add_argument(
+        "--runtime",
+        choices=["default", "openvino"],
+        help="ONNX Runtime build: the platform's (default) or Intel OpenVINO's (x86-64 Linux and Windows); "
+        "kept for later commands, a change rebuilds the environment",
+    )
     setup.set_defaults(handler=commands.setup)
 
     job_files = sub.add_parser(

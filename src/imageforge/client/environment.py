@@ -6,7 +6,7 @@ import json
 import os
 from functools import cache
 from pathlib import Path
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # src/imageforge (the extension's root when installed)
 ENVIRONMENT_FILE = Path(__file__).with_name("server_environment.json")
@@ -20,6 +20,9 @@ class ServerEnvironment(TypedDict):
     python: str  # "3.12"
     packages: list[str]  # exact pins for every platform
     platform_packages: dict[str, list[str]]  # platform name ("windows", ...) -> its extra pins
+    # runtime ("openvino") -> platform -> the pins replacing that platform's (client/server_runtimes.py);
+    # BlendJob's digest ignores this key, so the default environment's digest does not depend on it
+    runtimes: NotRequired[dict[str, dict[str, list[str]]]]
 
 
 @cache

@@ -38,7 +38,7 @@ def make_runtime(
         server_entrypoint(),
         entrypoint_root=PACKAGE_ROOT,
         storage_root=storage_root,
-        environment=server_environment(),
+        environment=server_environment(),  # ImageForgeRuntime reads the storage root's runtime choice instead
         namespace=NAMESPACE,
         post_setup=post_setup,
         linger=linger,

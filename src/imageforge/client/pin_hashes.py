@@ -1,7 +1,7 @@
 """The SHA-256 of every file of every pinned server package, so that no index can change what is installed.
 
-`server_hashes.json` holds, per `name==version` of server_environment.json (every platform) and BlendJob's own
-server packages, the hashes of all the files that release has on PyPI (wheels for every platform, sdist).
+`server_hashes.json` holds, per `name==version` of server_environment.json (every platform and runtime) and
+BlendJob's own server packages, the hashes of all the files that release has on PyPI (wheels for every platform, sdist).
 Setup installs with `--require-hashes`: a mirror serving anything else is refused by uv and the next index
 is tried (client/package_indexes.py). A maintainer regenerates the file after changing a pin:
 
@@ -36,7 +36,10 @@ def every_pin() -> list[str]:
 
     environment = server_environment()
     platform_pins = [pin for pins in environment["platform_packages"].values() for pin in pins]
-    return sorted({*BASE_PACKAGES, *environment["packages"], *platform_pins}, key=str.lower)
+    runtime_pins = [
+        pin for runtime in environment.get("runtimes", {}).values() for pins in runtime.values() for pin in pins
+    ]
+    return sorted({*BASE_PACKAGES, *environment["packages"], *platform_pins, *runtime_pins}, key=str.lower)
 
 
 @cache

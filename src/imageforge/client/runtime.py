@@ -16,7 +16,7 @@ from typing import Any
 
 import blendjob
 from blendjob import JobRuntime
-from blendjob.environment import environment_python
+from blendjob.environment import environment_digest, environment_python, normalized_environment
 from blendjob.runtime import windows_creation_flags
 
 from ..contract.server_clients import linger_seconds
@@ -24,6 +24,7 @@ from ..contract.storage_trust import check_server_files, check_storage_root
 from .blendjob_compat import run_before_install
 from .controller import ImageForgeServerController
 from .server_lease import stop_confirmation
+from .server_runtimes import environment_for
 
 LAUNCHER = Path(__file__).resolve().parents[1] / "server" / "launcher.py"
 BLENDJOB_ROOT = Path(blendjob.__file__).resolve().parents[1]
@@ -56,6 +57,26 @@ class ImageForgeRuntime(JobRuntime):  # type: ignore[misc]  # BlendJob ships no 
             creationflags=windows_creation_flags(),
             blocked=self.maintenance_busy,
         )
+
+    @property
+    def environment(self) -> dict[str, Any]:
+        """The pins of the ONNX Runtime build recorded in the storage root (client/server_runtimes.py), read at
+        each use: `imageforge setup --runtime openvino` may change them while Blender runs."""
+        pins: dict[str, Any] = normalized_environment(environment_for(self.storage_root()))
+        return pins
+
+    @environment.setter
+    def environment(self, _pins: Any) -> None:
+        """BlendJob's constructor assigns the platform's pins; the storage root's record decides instead."""
+
+    @property
+    def environment_hash(self) -> str:
+        digest: str = environment_digest(self.environment)
+        return digest
+
+    @environment_hash.setter
+    def environment_hash(self, _digest: str) -> None:
+        """Derived from `environment`, as above."""
 
     def operator_classes(self) -> tuple[type, ...]:
         """BlendJob's operators; Stop asks first when other Blender instances or commands use the server."""

@@ -21,11 +21,12 @@ from blendjob.environment import environment_digest, environment_python, resolve
 from ..contract import ResourceExhaustedError
 from ..contract.private_storage import make_writable_private_folder
 from ..contract.storage_trust import check_server_files
-from .environment import PACKAGE_ROOT, ServerEnvironment, server_environment
+from .environment import PACKAGE_ROOT, ServerEnvironment
 from .package_indexes import CLEARED_VARIABLES, host_of, index_order, probe, probe_timeout, uv_failure
 from .pin_hashes import requirement_lines
 from .proxies import with_system_proxy
 from .python_sources import download_python, mirror_order, python_from_archive
+from .server_runtimes import check_runtime, chosen_runtime, environment_for, environment_of, record_runtime
 
 Report = Callable[[str], None]
 
@@ -39,8 +40,9 @@ def manifest_path(root: Path) -> Path:
 
 
 def environment_ready(root: Path, environment: ServerEnvironment | None = None) -> bool:
-    """BlendJob's readiness rule: the venv's python exists and the manifest hash matches the pins."""
-    environment = environment or server_environment()
+    """BlendJob's readiness rule: the venv's python exists and the manifest hash matches the pins (by default
+    those of the runtime recorded in `root`, client/server_runtimes.py)."""
+    environment = environment or environment_for(root)
     try:
         manifest = json.loads(manifest_path(root).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -100,8 +102,11 @@ def prepare_environment(
     wheelhouse: Path | None = None,
     python_mirror: str | None = None,
     python_archive: Path | None = None,
+    runtime: str | None = None,
 ) -> Path:
     """Create `<root>/.venv` with the pinned packages and write BlendJob's manifest. Returns its python.
+    `runtime`: which ONNX Runtime build (`default`, `openvino`; client/server_runtimes.py), recorded in `root`
+    for every later command; None keeps the recorded one. A changed runtime rebuilds the environment.
     `index`: the preferred package index(es) (names or URLs, tried before the rest); `wheelhouse`: install
     from this folder of wheels only, without any network; `python_mirror`: where to download Python from
     when no local one exists (before the rest, client/python_sources.py); `python_archive`: a
@@ -111,13 +116,21 @@ def prepare_environment(
     (contract/storage_trust.py): nothing there is run, not even to see whether it is ready."""
     check_server_files(root)
     root = Path(root).resolve()
-    environment = environment or server_environment()
+    if runtime is not None:
+        check_runtime(runtime)  # before anything is written: one sentence where no build exists
+    elif environment is None:
+        check_runtime(chosen_runtime(root))
+    environment = environment or environment_of(runtime if runtime is not None else chosen_runtime(root))
     if not force and environment_ready(root, environment):
+        if runtime is not None:
+            record_runtime(root, runtime)
         report(f"Server environment is ready in {root}")
         ready: Path = environment_python(root)
         return ready
     make_writable_private_folder(root)  # 0700 whatever the umask: job folders will hold the user's images
     manifest_path(root).unlink(missing_ok=True)
+    if runtime is not None:
+        record_runtime(root, runtime)
     uv = uv_executable(root)
     version = environment["python"]
     python = str(python_from_archive(python_archive, root, version)) if python_archive else find_local_python(version)
@@ -142,6 +155,7 @@ def prepare_environment(
                 "python": environment["python"],
                 "packages": packages,
                 "package_source": source,
+                "runtime": chosen_runtime(root),
             },
             indent=2,
         ),
