@@ -36,6 +36,10 @@ def test_set_up_server_runs_our_installer_with_the_package_index_preference(addo
     command = runtime.install_command("official", root=tmp_path)
     assert command[-4:] == ["--index", "https://pypi.studio.example/simple", "--wheelhouse", str(tmp_path / "wheels")]
     prefs.package_index, prefs.package_index_url, prefs.wheelhouse = "AUTOMATIC", "", ""
+    assert runtime.install_command("official", root=tmp_path)[-2:] == ["--runtime", "default"]
+    prefs.server_runtime = "OPENVINO"  # this machine is x86-64 Linux: the preference is offered
+    assert runtime.install_command("mirror", root=tmp_path)[-4:] == ["--runtime", "openvino", "--index", "tsinghua"]
+    prefs.server_runtime = "DEFAULT"
 
 
 def test_the_server_panel_line_names_where_the_packages_came_from():

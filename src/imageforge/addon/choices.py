@@ -42,6 +42,12 @@ def current_platform() -> str:
     return "other"
 
 
+def openvino_offered(platform_name: str) -> bool:
+    """Whether the Server Runtime preference may choose Intel OpenVINO: its build exists for x86-64 Linux and
+    Windows only (client/server_runtimes.py)."""
+    return platform_name in ("linux", "windows") and platform.machine().lower() in ("x86_64", "amd64")
+
+
 def device_choices(offered: Sequence[Device] | None, platform_name: str) -> list[Device]:
     """The Device enum's items, default first.
 

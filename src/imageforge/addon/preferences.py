@@ -67,7 +67,8 @@ def setup_choices() -> SetupChoices:
         else ("" if chosen == "AUTOMATIC" else chosen.lower())
     )
     wheelhouse = preferences.wheelhouse.strip()
-    return SetupChoices(index=index, wheelhouse=bpy.path.abspath(wheelhouse) if wheelhouse else "")
+    runtime = preferences.server_runtime.lower() if choices.openvino_offered(choices.current_platform()) else ""
+    return SetupChoices(index=index, wheelhouse=bpy.path.abspath(wheelhouse) if wheelhouse else "", runtime=runtime)
 
 
 PACKAGE_INDEX_ITEMS = [
@@ -303,6 +304,21 @@ class ImageForgePreferences(bpy.types.AddonPreferences):
         default="",
     )
 
+    server_runtime: bpy.props.EnumProperty(
+        name="Server Runtime",
+        description="Which ONNX Runtime build Set Up Server installs (a change rebuilds the server environment)",
+        items=[
+            ("DEFAULT", "Platform Default", "The platform's own build: CUDA on Linux, DirectML on Windows, and CPU"),
+            (
+                "OPENVINO",
+                "Intel OpenVINO",
+                "Intel's build: the Intel OpenVINO device (Intel GPUs, any x86-64 CPU) "
+                "and CPU, without CUDA or DirectML; Automatic keeps CPU where OpenVINO is not faster",
+            ),
+        ],  # fmt: skip
+        default="DEFAULT",
+    )
+
     def draw(self, _context: bpy.types.Context) -> None:
         self.draw_storage(self.layout.box())
         self.draw_setup(self.layout.box())
@@ -329,6 +345,8 @@ class ImageForgePreferences(bpy.types.AddonPreferences):
         if self.package_index == "CUSTOM":
             layout.prop(self, "package_index_url")
         layout.prop(self, "wheelhouse")
+        if choices.openvino_offered(choices.current_platform()):
+            layout.prop(self, "server_runtime")
 
     def draw_inference(self, layout: bpy.types.UILayout) -> None:
         layout.prop(self, "device")

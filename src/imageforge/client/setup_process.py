@@ -29,6 +29,7 @@ class SetupChoices:
 
     index: str = ""  # a KNOWN_INDEXES key or URL(s), tried before the rest; "" for the default order
     wheelhouse: str = ""  # a folder of wheels: install from it alone
+    runtime: str = ""  # the ONNX Runtime build (client/server_runtimes.py); "" keeps the storage root's
 
 
 def install_command(
@@ -44,6 +45,8 @@ def install_command(
     paths = [str(PACKAGE_FOLDER.parent), str(Path(blendjob.__file__).resolve().parents[1])]
     command = [sys.executable, str(Path(__file__).resolve()), "--storage-root", str(root),
                "--status", str(root / "install-status.json"), *(f"--sys-path={path}" for path in paths)]  # fmt: skip
+    if chosen.runtime:
+        command += ["--runtime", chosen.runtime]
     if index:
         command += ["--index", index]
     if chosen.wheelhouse:
@@ -58,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sys-path", action="append", default=[])
     parser.add_argument("--index")
     parser.add_argument("--wheelhouse")
+    parser.add_argument("--runtime")
     args = parser.parse_args(argv)
     for entry in reversed(args.sys_path):
         if entry not in sys.path:
@@ -76,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         setup.prepare_environment(
             Path(args.storage_root), report=report, force=True, index=args.index,
-            wheelhouse=Path(args.wheelhouse) if args.wheelhouse else None,
+            wheelhouse=Path(args.wheelhouse) if args.wheelhouse else None, runtime=args.runtime,
         )  # fmt: skip
     except (RuntimeError, OSError) as error:  # one sentence for install.log and the status; BlendJob reports it
         print(f"imageforge setup: {error}", file=sys.stderr, flush=True)
