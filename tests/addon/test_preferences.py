@@ -48,6 +48,21 @@ def test_device_fallback_list_before_setup_per_platform(prefs, monkeypatch, plat
     assert preferences.job_device(prefs).value == default
 
 
+def test_before_setup_an_openvino_storage_root_offers_openvino(prefs, monkeypatch):
+    from imageforge.addon import choices, preferences
+    from imageforge.client.server_runtimes import record_runtime
+
+    monkeypatch.setattr(choices, "current_platform", lambda: "linux")
+    root = preferences.storage_root()
+    root.mkdir(parents=True, exist_ok=True)
+    record_runtime(root, "openvino")  # `imageforge setup --runtime openvino`, or Set Up Server with the preference
+    try:
+        assert [device.value for device in preferences.available_devices()] == ["auto", "openvino", "cpu"]
+    finally:
+        record_runtime(root, "default")
+    assert [device.value for device in preferences.available_devices()] == ["auto", "cuda", "cpu"]
+
+
 def test_device_list_comes_from_the_server_and_is_remembered(prefs, monkeypatch):
     from imageforge.addon import blender_runtime, choices, preferences
 

@@ -48,14 +48,18 @@ def openvino_offered(platform_name: str) -> bool:
     return platform_name in ("linux", "windows") and platform.machine().lower() in ("x86_64", "amd64")
 
 
-def device_choices(offered: Sequence[Device] | None, platform_name: str) -> list[Device]:
-    """The Device enum's items, default first.
+def device_choices(offered: Sequence[Device] | None, platform_name: str, runtime: str = "default") -> list[Device]:
+    """The Device enum's items, default first. `runtime`: the storage root's ONNX Runtime build
+    (client/server_runtimes.py): before the server has run, an OpenVINO environment offers OpenVINO, not CUDA or
+    DirectML.
 
     macOS lists CPU first (and makes it the default): CoreML compiles each model on first use and fails on
     some dynamic shapes, so it is opt-in. Elsewhere Automatic comes first, then the accelerators the server
     reports, then CPU, which is always offered.
     """
     if offered is None:
+        if runtime == "openvino" and platform_name in ("linux", "windows"):
+            return [Device.AUTO, Device.OPENVINO, Device.CPU]
         return list(_FALLBACK_DEVICES.get(platform_name, (Device.AUTO, Device.CPU)))
     accelerators = [device for device in offered if device not in (Device.AUTO, Device.CPU)]
     if platform_name == "macos":

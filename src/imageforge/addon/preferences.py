@@ -17,6 +17,7 @@ import bpy
 
 from ..client.environment import default_storage_root
 from ..client.package_indexes import KNOWN_INDEXES
+from ..client.server_runtimes import chosen_runtime
 from ..client.setup_process import SetupChoices
 from ..contract import Device
 from ..contract.catalog import Catalog, Family, ModelFamily, builtin_families
@@ -93,7 +94,9 @@ def available_devices() -> list[Device]:
     offered = offered_devices(server_snapshot())
     if offered is not None:
         _last_offered[:] = [offered]
-    return choices.device_choices(_last_offered[0] if _last_offered else None, choices.current_platform())
+    if _last_offered:
+        return choices.device_choices(_last_offered[0], choices.current_platform())
+    return choices.device_choices(None, choices.current_platform(), chosen_runtime(storage_root()))
 
 
 EnumItem = tuple[str, str, str, int]
