@@ -20,6 +20,7 @@ from imageforge.client.server_runtimes import (
     record_runtime,
 )
 from imageforge.client.setup import environment_ready, prepare_environment
+from tests.kit.server_env import install_server_environment
 
 
 def onnxruntimes(pins: list[str]) -> list[str]:
@@ -99,10 +100,25 @@ def test_setup_installs_the_chosen_runtime_keeps_it_and_rebuilds_when_it_changes
 
 def test_the_blendjob_runtime_judges_readiness_by_the_roots_runtime(tmp_path):
     from imageforge.client.job_runner import make_runtime
-    from tests.kit.server_env import install_server_environment
 
     root = install_server_environment(tmp_path / "storage", "openvino")
     runtime = make_runtime(lambda: root)  # the add-on's form: a callable storage root
     assert runtime.environment_ready() and runtime.environment == environment_of("openvino")
     record_runtime(root, "default")  # the choice changed: the next Set Up Server rebuilds
     assert not runtime.environment_ready()
+
+
+def test_the_cli_setup_takes_the_runtime_and_refuses_a_platform_without_its_build(tmp_path, capsys):
+    from imageforge.cli.main import main
+
+    folder = tmp_path / "wheels"
+    assert main(["setup", "--export-wheelhouse", str(folder), "--platform", "macos", "--runtime", "openvino"]) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "imageforge: Intel OpenVINO has no ONNX Runtime build for macOS (only x86-64 Linux and Windows); "
+        "keep the platform default runtime."
+    )
+    assert not folder.exists()  # refused before anything was downloaded
+    root = tmp_path / "storage"
+    install_server_environment(root, "openvino")
+    assert main(["--storage-root", str(root), "setup"]) == 0  # ready as recorded: nothing installed
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "ONNX Runtime: Intel OpenVINO"
