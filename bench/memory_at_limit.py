@@ -2,7 +2,9 @@
 
     .venv/bin/python bench/memory_at_limit.py                 # every job, one at a time
     .venv/bin/python bench/memory_at_limit.py --only depth    # the jobs whose name contains "depth"
+    .venv/bin/python bench/memory_at_limit.py --only remove-background   # a whole case name: that case alone
     .venv/bin/python bench/memory_at_limit.py --cap-gib 6     # kill a child above 6 GiB ("over budget")
+    .venv/bin/python bench/memory_at_limit.py --only remove-background --model-file /tmp/birefnet-shaped/x.onnx
 
 The jobs run exactly as the server runs them (real handler, BlendJob JobContext, the server's resources) on
 the kit's tiny ONNX models (tests/kit/onnx_models.py), with their default parameters, on a 16384 × 16384
@@ -11,6 +13,11 @@ resampling, mattes, maps, writers), which is what grows with the input. Each chi
 /proc/<pid>/status every 20 ms and killed above the cap (this machine is shared: a job that would need
 24 GB is reported "over budget", not allowed to find out); a child that finishes reports its exact peak
 (ru_maxrss from wait4). Results: bench/results/memory_at_limit.json and a table on stdout.
+
+`--model-file` runs the background-family jobs that take a `model` (remove-background, refine-image-selection) on
+that ONNX file instead of the kit's tiny BEN2 (a catalog entry BENCH_MODEL, `--adapter` birefnet or ben2, ImageNet
+normalisation, the published files' last operation), so the peak adds that network's own activations at its
+input size: the figure a user of that model sees. Its rows are named "<case> [<file name>]".
 """
 
 from __future__ import annotations
@@ -31,6 +38,12 @@ ROOT = BENCH.parent
 RESULTS = BENCH / "results" / "memory"
 SIZE = 16384
 BOX = [4096.0, 4096.0, 12288.0, 12288.0]  # half the image's side, in its middle
+MODEL_KEY = "BENCH_MODEL"  # --model-file's catalog entry
+MODEL_JOBS = ("remove-background", "refine-image-selection")  # background jobs whose parameter `model` picks it
+ADAPTER_OPTIONS = {
+    "birefnet": {"normalization": "imagenet", "final_activation": "none"},
+    "ben2": {"normalization": "imagenet"},
+}
 
 CASES: dict[str, tuple[str, dict]] = {
     "remove-background": ("remove-background", {}),
@@ -52,8 +65,9 @@ CASES: dict[str, tuple[str, dict]] = {
 # ---------------------------------------------------------------------------------------------- set-up
 
 
-def storage_and_catalog() -> tuple[Path, Path]:
-    """The kit models in a storage root (as downloads land) and a catalog naming them as family defaults."""
+def storage_and_catalog(model_file: Path | None = None, adapter: str = "birefnet") -> tuple[Path, Path]:
+    """The kit models in a storage root (as downloads land) and a catalog naming them as family defaults, plus
+    BENCH_MODEL (not a default) linking `model_file` where one is given."""
     sys.path.insert(0, str(ROOT))
     from tests.kit.catalog import KIT_MODELS
 
@@ -68,6 +82,19 @@ def storage_and_catalog() -> tuple[Path, Path]:
                 "key": key, "family": family, "adapter": adapter, "label": key, "license": "MIT",
                 "repository": f"kit/{key.lower()}", "directory": key.lower(), "default": True,
                 "files": [{"path": "model.onnx"}], **options,
+            }
+        )  # fmt: skip
+    if model_file is not None:
+        link = root / "models" / MODEL_KEY.lower() / "model.onnx"
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(model_file.resolve())
+        entries.append(
+            {
+                "key": MODEL_KEY, "family": "background", "adapter": adapter, "label": model_file.name,
+                "license": "MIT", "repository": "bench/model", "directory": MODEL_KEY.lower(), "default": False,
+                "files": [{"path": "model.onnx"}], **ADAPTER_OPTIONS[adapter],
             }
         )  # fmt: skip
     catalog = RESULTS / "catalog.json"
@@ -99,7 +126,7 @@ def photo() -> Path:
 # ---------------------------------------------------------------------------------------------- child
 
 
-def child(case: str, root: Path, image: Path) -> None:
+def child(case: str, root: Path, image: Path, model: str | None = None) -> None:
     """Run one job through the real handler on the server's resources; print its outcome as JSON."""
     from blendjob.server import JobContext
 
@@ -111,6 +138,8 @@ def child(case: str, root: Path, image: Path) -> None:
     job, extra = CASES[case]
     spec = JOB_SPECS[JobId(job)]
     parameters = {"input": str(image), **extra}
+    if model:
+        parameters["model"] = model
     if extra.get("input") == "frames":  # a sequence of two 16384² frames (links to the same photo)
         frames = root / "frames"
         frames.mkdir(exist_ok=True)
@@ -151,9 +180,11 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
-def measure(case: str, cap: int, root: Path, catalog: Path, image: Path) -> dict:
+def measure(case: str, cap: int, root: Path, catalog: Path, image: Path, model: str | None = None) -> dict:
     environment = {**os.environ, "IMAGEFORGE_MODEL_CATALOG": str(catalog), "OMP_NUM_THREADS": "1"}
     command = [sys.executable, __file__, "--child", case, "--root", str(root), "--image", str(image)]
+    if model:
+        command += ["--model", model]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment, text=True)
     polled, killed = 0, False
     while process.poll() is None:
@@ -184,22 +215,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated parts of case names")
     parser.add_argument("--cap-gib", type=float, default=8.0, help="kill a child above this RSS")
+    parser.add_argument("--model-file", type=Path, help="run remove-background/refine on this ONNX file")
+    parser.add_argument("--adapter", choices=sorted(ADAPTER_OPTIONS), default="birefnet", help="--model-file's")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--root", help=argparse.SUPPRESS)
     parser.add_argument("--image", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, Path(args.root), Path(args.image))
+        child(args.child, Path(args.root), Path(args.image), args.model)
         return
-    root, catalog = storage_and_catalog()
+    if args.model_file is not None and not args.model_file.is_file():
+        parser.error(f"--model-file {args.model_file} is not a file.")
+    root, catalog = storage_and_catalog(args.model_file, args.adapter)
     image = photo()
     parts = [part for part in args.only.split(",") if part]
-    cases = [case for case in CASES if not parts or any(part in case for part in parts)]
+    exact = [part for part in parts if part in CASES]  # a part that names a case selects that case alone
+    cases = exact or [case for case in CASES if not parts or any(part in case for part in parts)]
+    model = MODEL_KEY if args.model_file is not None else None
+    if model:
+        cases = [case for case in cases if CASES[case][0] in MODEL_JOBS]
     cap = int(args.cap_gib * 2**30)
     rows = []
     print(f"{'case':<48} {'peak RSS':>10}  {'s':>7}  outcome", flush=True)
     for case in cases:
-        row = measure(case, cap, root, catalog, image)
+        row = measure(case, cap, root, catalog, image, model)
+        if model:
+            row["case"] = case = f"{case} [{args.model_file.name}]"
         rows.append(row)
         seconds = f"{row['seconds']:7.1f}" if "seconds" in row else "      –"
         print(f"{case:<48} {row['peak_bytes'] / 2**20:>7.0f} MiB  {seconds}  {row['outcome']}", flush=True)
