@@ -65,7 +65,7 @@ CASES: dict[str, tuple[str, dict]] = {
 # ---------------------------------------------------------------------------------------------- set-up
 
 
-def storage_and_catalog(model_file: Path | None = None, adapter: str = "birefnet") -> tuple[Path, Path]:
+def storage_and_catalog(model_file: Path | None = None, model_adapter: str = "birefnet") -> tuple[Path, Path]:
     """The kit models in a storage root (as downloads land) and a catalog naming them as family defaults, plus
     BENCH_MODEL (not a default) linking `model_file` where one is given."""
     sys.path.insert(0, str(ROOT))
@@ -85,16 +85,17 @@ def storage_and_catalog(model_file: Path | None = None, adapter: str = "birefnet
             }
         )  # fmt: skip
     if model_file is not None:
-        link = root / "models" / MODEL_KEY.lower() / "model.onnx"
+        directory = f"{MODEL_KEY.lower()}-{model_file.stem}"  # one per file: storage remembers what it verified
+        link = root / "models" / directory / "model.onnx"
         link.parent.mkdir(parents=True, exist_ok=True)
         if link.is_symlink() or link.exists():
             link.unlink()
         link.symlink_to(model_file.resolve())
         entries.append(
             {
-                "key": MODEL_KEY, "family": "background", "adapter": adapter, "label": model_file.name,
-                "license": "MIT", "repository": "bench/model", "directory": MODEL_KEY.lower(), "default": False,
-                "files": [{"path": "model.onnx"}], **ADAPTER_OPTIONS[adapter],
+                "key": MODEL_KEY, "family": "background", "adapter": model_adapter, "label": model_file.name,
+                "license": "MIT", "repository": "bench/model", "directory": directory, "default": False,
+                "files": [{"path": "model.onnx"}], **ADAPTER_OPTIONS[model_adapter],
             }
         )  # fmt: skip
     catalog = RESULTS / "catalog.json"
