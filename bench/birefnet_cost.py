@@ -11,7 +11,8 @@ network in its own child process, which
 2. loads the BEN2-shaped network, runs it once to warm it, then alternates `--runs` times: the BiRefNet-shaped
    network (warm), the BEN2-shaped one (warm). The ratio is each warm BiRefNet-shaped run over the BEN2-shaped
    run right after it, in wall and in CPU seconds (time.process_time): on a shared machine the CPU ratio holds
-   still where others' load stretches the wall clock.
+   still where others' load stretches the wall clock. `--runs 0` compares the two cold runs instead (for HR,
+   whose one run is long).
 The load average at the start and end of each child is printed with it. Results: bench/results/birefnet_cost.json.
 """
 
@@ -71,9 +72,11 @@ def child(model: Path, ben2: Path, runs: int) -> dict:
     inputs = feed(network)
     cold = timed_run(network, inputs)
     alone = vm_hwm_bytes()
+    if runs == 0:
+        del network  # its memory back before the BEN2-shaped one loads (HR alone fills most of a 24 GB machine)
     reference, _ = session(ben2)
     reference_inputs = feed(reference)
-    timed_run(reference, reference_inputs)  # warm-up
+    reference_cold = timed_run(reference, reference_inputs)  # warms it up; with --runs 0 the only comparison
     pairs = []
     for _ in range(runs):
         warm = timed_run(network, inputs)
@@ -82,6 +85,7 @@ def child(model: Path, ben2: Path, runs: int) -> dict:
         "input": list(inputs.values())[0].shape[-1],
         "load_s": round(load_seconds, 2),
         "cold": cold,
+        "ben2_cold": reference_cold,
         "pairs": pairs,
         "alone_peak_bytes": alone,
         "both_peak_bytes": vm_hwm_bytes(),
@@ -94,7 +98,7 @@ def main() -> None:
     parser.add_argument("--models", type=Path, help="folder of bench/export_birefnet_shaped.py's files")
     parser.add_argument("--ben2", type=Path, default=BENCH / "models" / "ben2-shaped.onnx")
     parser.add_argument("--only", default="", help="comma-separated names: " + ", ".join(FILES))
-    parser.add_argument("--runs", type=int, default=1, help="warm pairs per network")
+    parser.add_argument("--runs", type=int, default=1, help="warm pairs per network (0: compare the cold runs)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -117,6 +121,14 @@ def main() -> None:
             continue
         row = json.loads(lines[-1])
         results[name] = row
+        if not row["pairs"]:  # --runs 0: the cold runs of both
+            (wall, cpu), (ben2_wall, ben2_cpu) = row["cold"], row["ben2_cold"]
+            print(
+                f"{name:<10} {row['input']:>5} {wall:>7.1f} {'(cold only)':>15} {ben2_wall:>7.1f} ({ben2_cpu:>5.1f}) "
+                f"{wall / ben2_wall:>11.2f} {cpu / ben2_cpu:>10.2f} {row['alone_peak_bytes'] / 2**20:>6.0f} MiB  "
+                f"{row['load_average']}",
+                flush=True,
+            )
         for pair in row["pairs"]:
             (wall, cpu), (ben2_wall, ben2_cpu) = pair["model"], pair["ben2"]
             print(
