@@ -73,6 +73,17 @@ def test_the_choice_is_the_storage_roots_and_defaults_to_the_platforms(tmp_path)
     assert not (tmp_path / RECORD).exists()
 
 
+def test_the_record_replaces_a_link_at_its_name_and_leaves_no_partial(tmp_path):
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere.json"
+    root.mkdir()
+    elsewhere.write_text("someone else's file")
+    (root / RECORD).symlink_to(elsewhere)
+    record_runtime(root, "openvino")
+    assert elsewhere.read_text() == "someone else's file"  # never written through the link
+    assert not (root / RECORD).is_symlink() and chosen_runtime(root) == "openvino"
+    assert sorted(path.name for path in root.iterdir()) == [RECORD]
+
+
 LIST = "import importlib.metadata as m, json; print(json.dumps([d.name for d in m.distributions()]))"
 
 

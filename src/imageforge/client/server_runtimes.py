@@ -14,7 +14,9 @@ environment's digest and the next setup rebuilds it; a command without `--runtim
 from __future__ import annotations
 
 import json
+import os
 import platform
+import tempfile
 from pathlib import Path
 
 from .environment import ServerEnvironment, server_environment
@@ -74,7 +76,16 @@ def record_runtime(root: Path, runtime: str) -> None:
     if runtime == DEFAULT:
         path.unlink(missing_ok=True)
     else:
-        path.write_text(json.dumps({"runtime": runtime}) + "\n", encoding="utf-8")
+        # Written beside and renamed over: a torn record would read as `default` and silently rebuild the other
+        # runtime, and a link left at the record's name is replaced, never written through.
+        handle, partial = tempfile.mkstemp(prefix=f".{RECORD}.", dir=root)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                stream.write(json.dumps({"runtime": runtime}) + "\n")
+            os.replace(partial, path)
+        except BaseException:
+            Path(partial).unlink(missing_ok=True)
+            raise
 
 
 def environment_for(root: Path) -> ServerEnvironment:
