@@ -20,13 +20,12 @@ from PIL import Image as PILImage
 
 from imageforge.cli.main import main as cli_main
 from imageforge.client.environment import server_environment
-from imageforge.client.job_runner import make_runtime, run_job
+from imageforge.client.job_runner import run_job
 from imageforge.contract.cpu_copies import CopyStatus, copy_path, read_record
 from imageforge.contract.results import ResultName
 from imageforge.server import child_python
-from tests.kit.catalog import publish_kit_catalog
-from tests.kit.hub import LoopbackHub
-from tests.kit.server_env import cached_environment, install_server_environment
+from tests.kit.kit_server import served_kit
+from tests.kit.server_env import cached_environment
 
 pytestmark = pytest.mark.slow
 
@@ -132,19 +131,8 @@ def test_every_child_module_imports_in_the_shipped_environment_without_blendjob(
 
 @pytest.fixture(scope="module")
 def shipped_server(tmp_path_factory):
-    root = tmp_path_factory.mktemp("shipped")
-    storage = install_server_environment(root / "storage")
-    with LoopbackHub() as hub, pytest.MonkeyPatch.context() as patch:
-        catalog = publish_kit_catalog(hub, root / "catalog", keys=("KIT_BEN2_FP16_LARGE",))
-        patch.setenv("IMAGEFORGE_MODEL_CATALOG", str(catalog.path))
-        patch.setenv("HF_ENDPOINT", hub.url)
-        patch.setenv("XDG_STATE_HOME", str(root / "state"))
-        runtime = make_runtime(storage)
-        runtime.server.ensure(timeout=120)
-        try:
-            yield runtime, storage, catalog
-        finally:
-            runtime.server.stop()
+    with served_kit(tmp_path_factory.mktemp("shipped"), ("KIT_BEN2_FP16_LARGE",)) as served:
+        yield served.runtime, served.storage, served.catalog
 
 
 def test_the_shipped_server_writes_and_uses_the_cpu_copy_of_a_large_fp16_file(

@@ -10,33 +10,19 @@ import numpy as np
 import pytest
 from PIL import Image as PILImage
 
-from imageforge.client.job_runner import JobFailedError, make_runtime, run_job
+from imageforge.client.job_runner import JobFailedError, run_job
 from imageforge.contract.results import ResultName
 from imageforge.server.matting import estimate_foreground
-from tests.kit.catalog import publish_kit_catalog
-from tests.kit.hub import LoopbackHub
+from tests.kit.kit_server import served_kit
 from tests.kit.onnx_models import BEN2_LUMA, upscaler_reference
-from tests.kit.server_env import install_server_environment
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    root = tmp_path_factory.mktemp("image jobs")
-    storage = install_server_environment(root / "storage")
-    with LoopbackHub() as hub, pytest.MonkeyPatch.context() as patch:
-        catalog = publish_kit_catalog(hub, root / "catalog", keys=("KIT_BEN2", "KIT_UPSCALE"))
-        patch.setenv("IMAGEFORGE_MODEL_CATALOG", str(catalog.path))
-        patch.setenv("HF_ENDPOINT", hub.url)
-        patch.setenv("XDG_STATE_HOME", str(root / "state"))
-        runtime = make_runtime(storage)
-        # Start it now: the autouse `isolated_state` fixture clears these variables for each test.
-        runtime.server.ensure(timeout=120)
-        try:
-            yield runtime, hub
-        finally:
-            runtime.server.stop()
+    with served_kit(tmp_path_factory.mktemp("image jobs"), ("KIT_BEN2", "KIT_UPSCALE")) as served:
+        yield served.runtime, served.hub
 
 
 @pytest.fixture(scope="module")

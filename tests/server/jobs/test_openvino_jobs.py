@@ -11,31 +11,18 @@ import numpy as np
 import pytest
 from PIL import Image as PILImage
 
-from imageforge.client.job_runner import make_runtime, run_job
+from imageforge.client.job_runner import run_job
 from imageforge.contract.results import ResultName
-from tests.kit.catalog import publish_kit_catalog
-from tests.kit.hub import LoopbackHub
+from tests.kit.kit_server import served_kit
 from tests.kit.onnx_models import upscaler_reference
-from tests.kit.server_env import install_server_environment
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    root = tmp_path_factory.mktemp("openvino jobs")
-    storage = install_server_environment(root / "storage", "openvino")
-    with LoopbackHub() as hub, pytest.MonkeyPatch.context() as patch:
-        catalog = publish_kit_catalog(hub, root / "catalog", keys=("KIT_UPSCALE",))
-        patch.setenv("IMAGEFORGE_MODEL_CATALOG", str(catalog.path))
-        patch.setenv("HF_ENDPOINT", hub.url)
-        patch.setenv("XDG_STATE_HOME", str(root / "state"))
-        runtime = make_runtime(storage)
-        runtime.server.ensure(timeout=120)
-        try:
-            yield runtime, storage
-        finally:
-            runtime.server.stop()
+    with served_kit(tmp_path_factory.mktemp("openvino jobs"), ("KIT_UPSCALE",), "openvino") as served:
+        yield served.runtime, served.storage
 
 
 @pytest.fixture(scope="module")
