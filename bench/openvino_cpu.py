@@ -38,39 +38,12 @@ CASES = {  # name -> (file, input side)
 }
 TOKENS = 1800
 
-CHILD = """
-import json, sys, time
-import numpy as np, onnxruntime as ort
-path, side, threads, runs, out, tokens, provider = sys.argv[1:8]
-side, threads, runs, tokens = int(side), int(threads), int(runs), int(tokens)
-options = ort.SessionOptions(); options.intra_op_num_threads = threads
-if provider == "OpenVINOExecutionProvider":
-    ov = {"device_type": "CPU", "precision": "FP32", "num_of_threads": str(threads)}
-    session = ort.InferenceSession(path, options, providers=[provider, "CPUExecutionProvider"],
-                                   provider_options=[ov, {}])
-else:
-    session = ort.InferenceSession(path, options, providers=[provider])
-assert session.get_providers()[0] == provider, session.get_providers()
-feed = {}
-for item in session.get_inputs():
-    if item.type == "tensor(int64)":
-        feed[item.name] = np.array(tokens, np.int64)
-    else:
-        feed[item.name] = np.random.default_rng(0).random((1, 3, side, side), dtype=np.float32)
-outputs = session.run(None, feed)
-np.savez(out, *[np.asarray(output) for output in outputs])
-wall, cpu = [], []
-for _ in range(runs):
-    began, began_cpu = time.perf_counter(), time.process_time()
-    session.run(None, feed)
-    wall.append(time.perf_counter() - began); cpu.append(time.process_time() - began_cpu)
-print(json.dumps({"version": ort.__version__, "wall": wall, "cpu": cpu}))
-"""
+CHILD = Path(__file__).with_name("ort_timed_run.py")  # run with each environment's python
 
 
 def measure(python: str, provider: str, path: Path, side: int, threads: int, runs: int, out: Path) -> dict:
     arguments = [str(path), str(side), str(threads), str(runs), str(out), str(TOKENS), provider]
-    completed = subprocess.run([python, "-c", CHILD, *arguments], capture_output=True, text=True, check=False)
+    completed = subprocess.run([python, str(CHILD), *arguments], capture_output=True, text=True, check=False)
     if completed.returncode:
         raise SystemExit(f"{provider} in {python} failed: {completed.stderr.strip().splitlines()[-1:]}")
     result: dict = json.loads(completed.stdout.strip().splitlines()[-1])

@@ -37,33 +37,13 @@ CASES = {  # name -> (file, input side)
 }
 TOKENS = 1800  # MoGe-2's num_tokens input (the other inputs are images)
 
-CHILD = """
-import json, sys, time
-import numpy as np, onnxruntime as ort
-path, side, threads, runs, tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[6])
-options = ort.SessionOptions(); options.intra_op_num_threads = threads
-session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-feed = {}
-for item in session.get_inputs():
-    if item.type == "tensor(int64)":
-        feed[item.name] = np.array(tokens, np.int64)
-    else:
-        feed[item.name] = np.random.default_rng(0).random((1, 3, side, side), dtype=np.float32)
-outputs = session.run(None, feed)
-np.savez(sys.argv[5], *[np.asarray(output) for output in outputs])
-wall, cpu = [], []
-for _ in range(runs):
-    began, began_cpu = time.perf_counter(), time.process_time()
-    session.run(None, feed)
-    wall.append(time.perf_counter() - began); cpu.append(time.process_time() - began_cpu)
-print(json.dumps({"version": ort.__version__, "wall": wall, "cpu": cpu}))
-"""
+CHILD = Path(__file__).with_name("ort_timed_run.py")  # run with each environment's python
 
 
 def measure(python: str, path: Path, side: int, threads: int, runs: int, outputs: Path) -> dict[str, object]:
     """One child process: warm-up run (its outputs saved to `outputs`, an .npz), then `runs` timed runs."""
     arguments = [str(path), str(side), str(threads), str(runs), str(outputs), str(TOKENS)]
-    completed = subprocess.run([python, "-c", CHILD, *arguments], capture_output=True, text=True, check=True)
+    completed = subprocess.run([python, str(CHILD), *arguments], capture_output=True, text=True, check=True)
     result: dict[str, object] = json.loads(completed.stdout.strip().splitlines()[-1])
     return result
 
