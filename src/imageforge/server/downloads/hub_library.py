@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
-from urllib.parse import quote
 
 from ...contract.catalog import ModelFile
 from .failures import DownloadCancelled, cannot_reach, redirect_loop, refused, server_failed
@@ -84,11 +83,8 @@ def ask_hub(
     check_announced(name, host, metadata.size, declared=model_file.size, ceiling=ceiling)
     commit = metadata.commit_hash if metadata.commit_hash and _COMMIT.match(metadata.commit_hash) else None
     etag = (metadata.etag or "").lower()
-    url = hub_url(hub, repository, model_file.path)
-    if commit:
-        url = f"{hub}/{repository}/resolve/{commit}/{quote(model_file.path)}"
     return HubFile(
-        url=url,
+        url=hub_url(hub, repository, model_file.path, commit or "main"),
         size=metadata.size,
         sha256=etag if _SHA256.match(etag) else None,
         commit=commit,

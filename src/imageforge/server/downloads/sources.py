@@ -95,8 +95,9 @@ def host_of(url: str) -> str:
     return url.split("://", 1)[-1].split("/", 1)[0]
 
 
-def hub_url(hub: str, repository: str, path: str) -> str:
-    return f"{hub}/{repository}/resolve/main/{quote(path)}"
+def hub_url(hub: str, repository: str, path: str, revision: str = "main") -> str:
+    """A file's resolve URL on `revision` (a branch, or the commit the hub named: hub_library.py)."""
+    return f"{hub}/{repository}/resolve/{revision}/{quote(path)}"
 
 
 def mirror_url(mirror: str, directory: str, path: str) -> str:
