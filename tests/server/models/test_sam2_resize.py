@@ -44,8 +44,10 @@ def test_a_small_object_computes_a_small_part():
     from imageforge.server.models import sam2_resize
 
     logits = LOGITS["disc"]
-    rows = sam2_resize._reached(256, 1080, *np.nonzero((logits > 0).any(axis=1))[0][[0, -1]])
-    columns = sam2_resize._reached(256, 1920, *np.nonzero((logits > 0).any(axis=0))[0][[0, -1]])
+    rows = sam2_resize._reached(sam2_resize._linear_taps(256, 1080), *np.nonzero((logits > 0).any(axis=1))[0][[0, -1]])
+    columns = sam2_resize._reached(
+        sam2_resize._linear_taps(256, 1920), *np.nonzero((logits > 0).any(axis=0))[0][[0, -1]]
+    )
     assert rows is not None and columns is not None
     area = (rows.stop - rows.start) * (columns.stop - columns.start)
     assert area < 0.06 * 1920 * 1080

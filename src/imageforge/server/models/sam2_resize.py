@@ -42,22 +42,23 @@ def positive_mask(logits: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     rows, columns = np.nonzero(logits > 0.0)
     if not rows.size:
         return mask
-    ys = _reached(logits.shape[0], height, int(np.min(rows)), int(np.max(rows)))
-    xs = _reached(logits.shape[1], width, int(np.min(columns)), int(np.max(columns)))
+    across = _linear_taps(logits.shape[1], width) if logits.shape[1] != width else None
+    down = _linear_taps(logits.shape[0], height) if logits.shape[0] != height else None
+    ys = _reached(down, int(np.min(rows)), int(np.max(rows)))
+    xs = _reached(across, int(np.min(columns)), int(np.max(columns)))
     if ys is None or xs is None:  # shrinking, no output pixel reads a positive one
         return mask
-    low, high, fraction = _linear_taps(logits.shape[1], width)
-    plane = logits.astype(np.float32, copy=False)
-    if logits.shape[1] != width:  # across, for the source rows the wanted output rows read
-        row_low, row_high, _ = _linear_taps(logits.shape[0], height)
-        first, stop = int(np.min(row_low[ys])), int(np.max(row_high[ys])) + 1
+    plane: np.ndarray = logits.astype(np.float32, copy=False)
+    if across is not None:  # for the source rows the wanted output rows read
+        low, high, fraction = across
+        first, stop = (int(np.min(down[0][ys])), int(np.max(down[1][ys])) + 1) if down else (ys.start, ys.stop)
         part = plane[first:stop]
         plane = np.zeros((logits.shape[0], xs.stop - xs.start), np.float32)
         plane[first:stop] = part[:, low[xs]] * (1.0 - fraction[xs]) + part[:, high[xs]] * fraction[xs]
     else:
         plane = plane[:, xs]
-    if logits.shape[0] != height:
-        low, high, fraction = _linear_taps(logits.shape[0], height)
+    if down is not None:
+        low, high, fraction = down
         column = (slice(None), None)
         plane = plane[low[ys]] * (1.0 - fraction[ys])[column] + plane[high[ys]] * fraction[ys][column]
     else:
@@ -66,19 +67,23 @@ def positive_mask(logits: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return mask
 
 
-def _reached(length: int, output: int, first: int, last: int) -> slice | None:
-    """The output pixels whose bilinear taps touch source pixels `first`..`last`: a contiguous range, since the
-    taps only move forward along the axis (None: none does, which can happen when shrinking)."""
-    if length == output:
+Taps = tuple[np.ndarray, np.ndarray, np.ndarray]  # per output pixel: first source pixel, second, its weight
+
+
+def _reached(taps: Taps | None, first: int, last: int) -> slice | None:
+    """The output pixels whose bilinear taps touch source pixels `first`..`last` (taps None: the axis keeps its
+    size): a contiguous range, since the taps only move forward along the axis (None: none does, which can happen
+    when shrinking)."""
+    if taps is None:
         return slice(first, last + 1)
-    low, high, _ = _linear_taps(length, output)
+    low, high, _ = taps
     reached = np.nonzero((high >= first) & (low <= last))[0]
     if not reached.size:
         return None
     return slice(int(reached[0]), int(reached[-1]) + 1)
 
 
-def _linear_taps(length: int, output: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _linear_taps(length: int, output: int) -> Taps:
     """Per output pixel along one axis: the two source pixels and the weight of the second (F.interpolate's
     half-pixel centres, clamped at 0)."""
     source = np.maximum((np.arange(output, dtype=np.float32) + 0.5) * np.float32(length / output) - 0.5, 0.0)
